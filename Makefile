@@ -1,0 +1,29 @@
+# Two commands do all the set-up: `make demo` (the main job, offline) and `make test`.
+# Each creates .venv on first use and installs the project into it.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export CUDA_HOME ?= /usr/local/cuda
+
+$(BIN)/kernel-refine-installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CUDA build of torch (compiles CUDA extensions here with nvcc, even without a GPU); see docs/setup.md
+	$(BIN)/pip install -q "torch==2.14.1"
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+install: $(BIN)/kernel-refine-installed
+
+demo: install
+	$(BIN)/python -m agent.refine --model replay:experiments/demo/demo.jsonl --backend cpp --size small \
+	  --problems suite:level1/1,suite:level1/19,suite:level2/1 --turns 4 --feedback G+E+P --out runs
+
+test: install
+	$(BIN)/python -m pytest -q
+
+gpu-test: install
+	$(BIN)/python -m pytest -q -m gpu
+
+.PHONY: install demo test gpu-test

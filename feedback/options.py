@@ -1,0 +1,43 @@
+"""`EvalOptions`: every knob of one evaluation, in one object the CLI fills and the API accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Backend = Literal["cuda", "triton", "cpp"]
+
+
+def default_cache_dir() -> Path:
+    """Compile cache shared by all runs on this machine (override with KERNEL_REFINE_CACHE)."""
+    import os
+
+    return Path(os.environ.get("KERNEL_REFINE_CACHE", Path.home() / ".cache" / "kernel-refine"))
+
+
+class EvalOptions(BaseModel):
+    """How to evaluate. Defaults are the honest setting; presets reproduce published harnesses."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str = Field(default="cuda:0", description="Device for cuda/triton; ignored by cpp.")
+    size: str | None = Field(default=None, description="Problem size preset (e.g. `small`).")
+    tolerance: str = Field(default="fp64-relative",
+                           description="`fp64-relative`, `kernelbench` (1e-4) or `kernelbench-v0` (1e-2).")
+    correctness_trials: int = Field(default=5, ge=1, description="Fresh input sets checked.")
+    timing_trials: int = Field(default=100, ge=1, description="Timed calls per program.")
+    warmup: int = Field(default=5, ge=0, description="Untimed calls before timing.")
+    input_sets: int = Field(default=4, ge=1, description="Input sets rotated through timed calls.")
+    time: bool = Field(default=True, description="Run the timing stage.")
+    baselines: bool = Field(default=True, description="Time the eager (and compile) references.")
+    compile_baseline: bool = Field(default=True, description="Also time torch.compile of the reference.")
+    compile_mode: str = Field(default="default", description="torch.compile mode for the baseline.")
+    profile: bool = Field(default=False, description="Run the profiler stage (for P feedback).")
+    cpu_threads: int = Field(default=1, ge=1, description="torch threads on the cpp backend.")
+    compile_timeout_s: float = Field(default=600.0, description="Limit for building the candidate.")
+    run_timeout_s: float = Field(default=120.0, description="Limit for one correctness/timing child.")
+    memory_limit_mb: int = Field(default=8192, description="Host memory limit for candidate children.")
+    cache_dir: Path = Field(default_factory=default_cache_dir, description="Compile and timing cache.")
+    arch: str | None = Field(default=None, description="CUDA arch list (e.g. `9.0`); None = detected.")

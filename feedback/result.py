@@ -1,0 +1,136 @@
+"""`EvalResult` and the records inside it: everything one evaluation measured.
+
+An unmeasured quantity is `None`, never a fake zero.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Status(str, Enum):
+    """Outcome of an evaluation; the first failing stage decides it."""
+
+    ok = "ok"
+    static_reject = "static_reject"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    timeout = "timeout"
+    shape_mismatch = "shape_mismatch"
+    mismatch = "mismatch"
+    guard_violation = "guard_violation"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TimingStats(_Record):
+    """Per-call times of one program over `n` timed trials, in milliseconds."""
+
+    median_ms: float = Field(description="Median over trials; the figure speedups use.")
+    mean_ms: float = Field(description="Mean over trials.")
+    std_ms: float = Field(description="Standard deviation over trials.")
+    min_ms: float = Field(description="Fastest trial.")
+    max_ms: float = Field(description="Slowest trial.")
+    n: int = Field(description="Number of timed trials.")
+    clock: str = Field(description="`cuda_events` on a GPU, `host_wall` on the cpp backend.")
+
+
+class Tolerance(_Record):
+    """The correctness policy a result was judged under (recorded in every result)."""
+
+    policy: str = Field(description="Preset name: `fp64-relative` (default), `kernelbench`, `kernelbench-v0`.")
+    atol: float = Field(description="Absolute tolerance (or floor, for the fp64-relative policy).")
+    rtol: float = Field(description="Relative tolerance (or the allowed factor, for fp64-relative).")
+
+
+class Correctness(_Record):
+    """What the correctness stage compared and found."""
+
+    trials: int = Field(description="Input sets tried (fresh, secret-seeded inputs each).")
+    trials_passed: int = Field(description="Input sets on which every check passed.")
+    max_abs_err: float | None = Field(default=None, description="Largest |candidate - reference|.")
+    mean_abs_err: float | None = Field(default=None, description="Mean |candidate - reference|.")
+    max_rel_err: float | None = Field(default=None, description="Largest relative error.")
+    mean_rel_err: float | None = Field(default=None, description="Mean relative error.")
+    worst_index: list[int] | None = Field(default=None, description="Index of the worst element.")
+    expected_at_worst: float | None = Field(default=None, description="Reference value there.")
+    got_at_worst: float | None = Field(default=None, description="Candidate value there.")
+    tolerance: Tolerance | None = Field(default=None, description="Policy used.")
+
+
+class ProfileRow(_Record):
+    """One operator or kernel in a torch.profiler breakdown."""
+
+    name: str = Field(description="Operator or kernel name.")
+    self_time_us: float = Field(description="Self device time (CPU time on cpp) summed over calls, µs.")
+    count: int = Field(description="Number of calls observed.")
+    share: float = Field(description="Fraction of the total self time in this breakdown.")
+    own: bool = Field(default=False, description="True when this is a kernel the candidate compiled itself.")
+
+
+class Profile(_Record):
+    """A torch.profiler breakdown of a few calls."""
+
+    rows: list[ProfileRow] = Field(description="Top operators/kernels by self time, largest first.")
+    own_share: float | None = Field(
+        default=None, description="Share of device time in kernels the candidate compiled itself."
+    )
+    device: str = Field(description="`cuda` or `cpu`: which time the rows count.")
+
+
+class Roofline(_Record):
+    """Speed-of-light bound for the problem on this device."""
+
+    flops: float | None = Field(default=None, description="FLOPs of one forward (torch flop counter).")
+    min_bytes: float | None = Field(default=None, description="Inputs + outputs + parameters, each once.")
+    sol_ms: float | None = Field(default=None, description="max(flops/peak, bytes/bandwidth), ms.")
+    fraction: float | None = Field(default=None, description="sol_ms / candidate median (<= 1 if honest).")
+    suspicious: bool = Field(default=False, description="The candidate beat the speed of light.")
+
+
+class Environment(_Record):
+    """Where the evaluation ran."""
+
+    device: str = Field(description="GPU name, or the CPU model on the cpp backend.")
+    driver: str | None = Field(default=None, description="NVIDIA driver version.")
+    torch: str = Field(description="torch.__version__.")
+    cuda: str | None = Field(default=None, description="torch.version.cuda.")
+    compiler: str | None = Field(default=None, description="nvcc / c++ version line.")
+    python: str = Field(description="Python version.")
+    hostname: str | None = Field(default=None, description="Machine name.")
+
+
+class EvalResult(_Record):
+    """Everything one evaluation of one candidate produced."""
+
+    status: Status = Field(description="Outcome; `ok` means compiled, correct and timed.")
+    stage: str | None = Field(default=None, description="The failing stage (`static`, `compile`, "
+                              "`correct`, `timing`, `profile`), None when ok.")
+    message: str = Field(default="", description="Cleaned, bounded message of the failing stage.")
+    backend: str = Field(description="`cuda`, `triton` or `cpp`.")
+    problem_id: str = Field(description="Problem evaluated.")
+    code_hash: str = Field(description="sha256 of the candidate source.")
+    size: str | None = Field(default=None, description="Size preset used (None = the problem's default).")
+    correctness: Correctness | None = Field(default=None, description="Correctness detail when checked.")
+    runtime: TimingStats | None = Field(default=None, description="Candidate timing.")
+    eager: TimingStats | None = Field(default=None, description="Eager reference timing.")
+    compiled: TimingStats | None = Field(default=None, description="torch.compile reference timing.")
+    speedup_eager: float | None = Field(default=None, description="eager median / candidate median.")
+    speedup_compile: float | None = Field(default=None, description="compile median / candidate median.")
+    noise: float | None = Field(default=None, description="Relative timing noise (e.g. IQR/median) "
+                                "of the candidate's trials; progress must exceed it.")
+    profile: Profile | None = Field(default=None, description="Candidate profile (P feedback).")
+    reference_profile: Profile | None = Field(default=None, description="Reference profile.")
+    roofline: Roofline | None = Field(default=None, description="Speed-of-light analysis.")
+    warnings: list[str] = Field(default_factory=list, description="Non-fatal findings.")
+    environment: Environment | None = Field(default=None, description="Where it ran.")
+    stage_seconds: dict[str, float] = Field(default_factory=dict, description="Wall time per stage.")
+
+    @property
+    def correct(self) -> bool:
+        """True when the candidate passed correctness (it may still lack timing)."""
+        return self.status == Status.ok
