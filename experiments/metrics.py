@@ -1,0 +1,305 @@
+"""The published numbers: fast_p, fast_p@N, fast_p@k, geometric-mean speedup, rates, with CIs.
+
+Pure functions over stored `Attempt`s. Every headline figure is a mean over problems of a
+per-problem score (0/1 for fast_p, a share of trajectories for fast_p@N, the unbiased estimate for
+fast_p@k), so one bootstrap over problems gives every figure its confidence interval.
+
+A `Layout` says which attempts a run *should* have; an attempt absent from the grid counts as a
+failure, never as a smaller denominator, and every `Score` carries its denominator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from agent.records import Attempt
+from feedback.result import Status
+
+Baseline = Literal["eager", "compile"]
+Grid = Mapping[tuple[str, int, int], Attempt]
+"""Attempts of one run keyed like the store: (problem id, trajectory or sample index, turn)."""
+
+NOT_COMPILED = {Status.static_reject, Status.compile_error}
+MISSING = "missing"
+NO_CODE = "no_code"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The attempts a run was asked for: problems x indices x turns (sampling: turns = 1)."""
+
+    mode: Literal["refine", "sample"]
+    problems: tuple[str, ...]
+    indices: int
+    turns: int
+
+    def keys(self) -> list[tuple[str, int, int]]:
+        return [(p, i, t) for p in self.problems for i in range(self.indices)
+                for t in range(self.turns)]
+
+
+@dataclass(frozen=True)
+class Score:
+    """A headline figure with its denominator and a percentile-bootstrap interval over problems."""
+
+    value: float
+    numerator: float = 0.0
+    denominator: int = 0
+    low: float = math.nan
+    high: float = math.nan
+
+    def __str__(self) -> str:
+        num = f"{self.numerator:g}"
+        return f"{self.value:.3f} ({num}/{self.denominator}) [{self.low:.3f}, {self.high:.3f}]"
+
+
+# ----------------------------------------------------------------------------- one attempt
+
+def speedup(attempt: Attempt | None, baseline: Baseline = "eager") -> float | None:
+    """The measured speedup of a correct attempt against a baseline; None when not measured."""
+    if not is_correct(attempt):
+        return None
+    r = attempt.result
+    return r.speedup_eager if baseline == "eager" else r.speedup_compile
+
+
+def is_correct(attempt: Attempt | None) -> bool:
+    return attempt is not None and attempt.result is not None and attempt.result.correct
+
+
+def compiled(attempt: Attempt | None) -> bool:
+    """Got past the static screen and the build (a missing or code-less attempt did not)."""
+    return attempt is not None and attempt.result is not None and \
+        attempt.result.status not in NOT_COMPILED
+
+
+def is_fast(attempt: Attempt | None, p: float, baseline: Baseline = "eager") -> bool:
+    """fast_p for one kernel: correct, and for p > 0 a *measured* speedup strictly above p."""
+    if p < 0:
+        raise ValueError(f"p must be >= 0, got {p}")
+    if not is_correct(attempt):
+        return False
+    if p == 0:
+        return True
+    s = speedup(attempt, baseline)
+    return s is not None and s > p
+
+
+def status_of(attempt: Attempt | None) -> str:
+    """Status name for failure breakdowns: `missing` and `no_code` besides the evaluator's."""
+    if attempt is None:
+        return MISSING
+    return attempt.result.status.value if attempt.result is not None else NO_CODE
+
+
+def _runtime(attempt: Attempt) -> float | None:
+    rt = attempt.result.runtime if attempt.result is not None else None
+    return rt.median_ms if rt is not None else None
+
+
+# ----------------------------------------------------------------------------- best-so-far
+
+def improves(new: Attempt, best: Attempt | None, noise_margin: float = 0.0) -> bool:
+    """Whether `new` replaces `best`: correct, and faster by more than the timing noise.
+
+    The required relative improvement is the largest of `noise_margin` and the noise the
+    evaluator measured for either kernel, so a re-timed copy of the same kernel is never progress.
+    A timed correct kernel replaces an untimed one; an untimed one never replaces a correct best.
+    """
+    if not is_correct(new):
+        return False
+    if best is None:
+        return True
+    new_ms, best_ms = _runtime(new), _runtime(best)
+    if new_ms is None:
+        return False
+    if best_ms is None:
+        return True
+    margin = max(noise_margin, best.result.noise or 0.0, new.result.noise or 0.0)
+    return new_ms < best_ms * (1.0 - margin)
+
+
+def best_of(attempts: Iterable[Attempt], noise_margin: float = 0.0) -> Attempt | None:
+    """The best of attempts taken in the given order (each must beat the best before it)."""
+    best = None
+    for a in attempts:
+        if improves(a, best, noise_margin):
+            best = a
+    return best
+
+
+def best_so_far(attempts: Iterable[Attempt], upto_turn: int,
+                noise_margin: float = 0.0) -> Attempt | None:
+    """The best kernel of one trajectory after turn `upto_turn` (0-based), None if none correct."""
+    done = sorted((a for a in attempts if a.candidate.turn <= upto_turn),
+                  key=lambda a: a.candidate.turn)
+    return best_of(done, noise_margin)
+
+
+def trajectory(grid: Grid, problem: str, index: int) -> list[Attempt]:
+    return [a for (p, i, _), a in grid.items() if p == problem and i == index]
+
+
+def final_kernels(grid: Grid, layout: Layout, noise_margin: float = 0.0,
+                  upto: int | None = None) -> dict[tuple[str, int], Attempt | None]:
+    """The kernel each trajectory (refine) or problem (sample, index 0) ends with.
+
+    Refinement: best-so-far of each trajectory after `upto` turns (default all). Sampling: the
+    fastest correct of the first `upto` samples, as a user keeping the best of k would.
+    """
+    out: dict[tuple[str, int], Attempt | None] = {}
+    for p in layout.problems:
+        if layout.mode == "refine":
+            for i in range(layout.indices):
+                n = layout.turns if upto is None else upto
+                out[(p, i)] = best_so_far(trajectory(grid, p, i), n - 1, noise_margin)
+        else:
+            k = layout.indices if upto is None else upto
+            out[(p, 0)] = best_of([grid[(p, i, 0)] for i in range(k) if (p, i, 0) in grid],
+                                  noise_margin)
+    return out
+
+
+# ----------------------------------------------------------------------------- estimators
+
+def unbiased_at_k(n: int, c: int, k: int) -> float:
+    """P(at least one of k draws without replacement from n is good), c good: 1 - C(n-c,k)/C(n,k).
+
+    Product form (no huge binomials); NaN when n < k, since k samples were never drawn.
+    """
+    if k < 1 or c < 0 or c > n:
+        raise ValueError(f"need k >= 1 and 0 <= c <= n, got n={n} c={c} k={k}")
+    if n < k:
+        return math.nan
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+def bootstrap_ci(groups: Sequence[Sequence[float]], statistic: Callable[[np.ndarray], float],
+                 resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                 ) -> tuple[float, float]:
+    """Percentile interval of `statistic` over problems resampled with replacement.
+
+    `groups` holds each problem's values (one score, or several kernels' log speedups); a
+    resample draws problems, concatenates their values and applies `statistic`.
+    """
+    if not groups or resamples <= 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    arrays = [np.asarray(g, dtype=float) for g in groups]
+    stats = np.empty(resamples)
+    for b, picks in enumerate(rng.integers(0, len(arrays), size=(resamples, len(arrays)))):
+        stats[b] = statistic(np.concatenate([arrays[j] for j in picks]))
+    if np.all(np.isnan(stats)):
+        return math.nan, math.nan
+    tail = (1.0 - confidence) / 2 * 100
+    lo, hi = np.nanpercentile(stats, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def summarize(per_problem: Mapping[str, float], resamples: int = 1000, seed: int = 0) -> Score:
+    """Mean over problems of per-problem scores, with denominator and bootstrap CI."""
+    values = list(per_problem.values())
+    lo, hi = bootstrap_ci([[v] for v in values], _mean, resamples, seed)
+    return Score(_mean(np.asarray(values, dtype=float)), float(np.sum(values)) if values else 0.0,
+                 len(values), lo, hi)
+
+
+def fast_p(best: Mapping[str, Attempt | None], p: float, baseline: Baseline = "eager",
+           problems: Sequence[str] | None = None, resamples: int = 1000, seed: int = 0) -> Score:
+    """Share of problems whose kernel is correct and (p > 0) measured faster than p x baseline.
+
+    `best` maps a problem to the kernel submitted for it; problems in `problems` absent from
+    `best` count as failures.
+    """
+    problems = list(best) if problems is None else list(problems)
+    return summarize({q: float(is_fast(best.get(q), p, baseline)) for q in problems},
+                     resamples, seed)
+
+
+def fast_p_at_n(grid: Grid, layout: Layout, n: int, p: float, baseline: Baseline = "eager",
+                noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0) -> Score:
+    """Refinement: per trajectory, is the best-so-far after N turns fast_p; mean over
+    trajectories per problem, then over problems."""
+    finals = final_kernels(grid, layout, noise_margin, upto=n)
+    per = {q: float(np.mean([is_fast(finals[(q, i)], p, baseline)
+                             for i in range(layout.indices)])) for q in layout.problems}
+    return summarize(per, resamples, seed)
+
+
+def fast_p_at_k(grid: Grid, layout: Layout, k: int, p: float, baseline: Baseline = "eager",
+                resamples: int = 1000, seed: int = 0) -> Score:
+    """Sampling: unbiased chance that one of k samples is fast_p; n = samples asked for (the
+    missing ones are failures), NaN for every problem when n < k."""
+    per = {}
+    for q in layout.problems:
+        c = sum(is_fast(grid.get((q, i, 0)), p, baseline) for i in range(layout.indices))
+        per[q] = unbiased_at_k(layout.indices, c, k)
+    return summarize(per, resamples, seed)
+
+
+def fast_p_final(grid: Grid, layout: Layout, p: float, baseline: Baseline = "eager",
+                 noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0) -> Score:
+    """fast_p at a run's whole budget: fast_p@N at N = turns, or fast_p@k at k = samples."""
+    if layout.mode == "refine":
+        return fast_p_at_n(grid, layout, layout.turns, p, baseline, noise_margin, resamples, seed)
+    return fast_p_at_k(grid, layout, layout.indices, p, baseline, resamples, seed)
+
+
+def geomean_speedup(kernels: Mapping[tuple[str, int], Attempt | None],
+                    baseline: Baseline = "eager", resamples: int = 1000, seed: int = 0) -> Score:
+    """Geometric mean of measured speedups over the correct kernels (denominator: those kernels).
+
+    Keys are (problem, index) as from `final_kernels`; the bootstrap resamples problems.
+    """
+    logs: dict[str, list[float]] = {}
+    for (q, _), a in kernels.items():
+        s = speedup(a, baseline)
+        logs.setdefault(q, [])
+        if s is not None and s > 0:
+            logs[q].append(math.log(s))
+    flat = np.asarray([v for vs in logs.values() for v in vs], dtype=float)
+
+    def geo(values: np.ndarray) -> float:
+        return float(np.exp(np.mean(values))) if len(values) else math.nan
+
+    lo, hi = bootstrap_ci(list(logs.values()), geo, resamples, seed)
+    return Score(geo(flat), float(len(flat)), len(flat), lo, hi)
+
+
+def _attempt_rate(grid: Grid, layout: Layout, ok: Callable[[Attempt | None], bool],
+                  resamples: int, seed: int) -> Score:
+    per = {q: float(np.mean([ok(grid.get((q, i, t))) for i in range(layout.indices)
+                             for t in range(layout.turns)])) for q in layout.problems}
+    score = summarize(per, resamples, seed)
+    hits = sum(ok(grid.get(key)) for key in layout.keys())
+    return Score(score.value, float(hits), len(layout.keys()), score.low, score.high)
+
+
+def compile_rate(grid: Grid, layout: Layout, resamples: int = 1000, seed: int = 0) -> Score:
+    """Share of all asked-for attempts that compiled (denominator: attempts, not problems)."""
+    return _attempt_rate(grid, layout, compiled, resamples, seed)
+
+
+def correct_rate(grid: Grid, layout: Layout, resamples: int = 1000, seed: int = 0) -> Score:
+    """Share of all asked-for attempts that were correct (denominator: attempts)."""
+    return _attempt_rate(grid, layout, is_correct, resamples, seed)
+
+
+def status_counts(grid: Grid, layout: Layout, turn: int | None = None) -> Counter[str]:
+    """Outcome of every asked-for attempt (optionally one turn only), `missing` included."""
+    return Counter(status_of(grid.get(key)) for key in layout.keys()
+                   if turn is None or key[2] == turn)
