@@ -35,3 +35,24 @@ class Problem(BaseModel):
         """The file this problem was read from, when it came from a file."""
         p = Path(self.origin)
         return p if p.suffix == ".py" and p.exists() else None
+
+
+class Selection(BaseModel):
+    """What a spec or a folder yielded: the problems that loaded and one line per file that did not.
+
+    A folder with one broken file still yields all its good problems; callers decide whether the
+    errors matter (the list CLI prints them; a sweep records them).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    problems: tuple[Problem, ...] = Field(default=(), description="Loaded problems, in spec order.")
+    errors: tuple[str, ...] = Field(
+        default=(), description="One line per file that failed to load: `FILE: what is wrong`.")
+
+    def __add__(self, other: Selection) -> Selection:
+        """Concatenate, keeping the first occurrence of each problem id."""
+        seen: dict[str, Problem] = {p.id: p for p in self.problems}
+        for p in other.problems:
+            seen.setdefault(p.id, p)
+        return Selection(problems=tuple(seen.values()), errors=self.errors + other.errors)

@@ -1,0 +1,29 @@
+"""Index of the maximum over the middle dimension: y = x.argmax(1) (int64 output)."""
+
+import torch
+import torch.nn as nn
+
+BATCH = 128
+DIM1 = 4096
+DIM2 = 2048
+REDUCE_DIM = 1
+
+SIZES = {"small": {"BATCH": 4, "DIM1": 64, "DIM2": 48}}
+TAGS = ("reduction", "argmax")
+
+
+class Model(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.argmax(x, dim=self.dim)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM1, DIM2)]
+
+
+def get_init_inputs():
+    return [REDUCE_DIM]

@@ -1,0 +1,27 @@
+"""Matrix multiplication with a transposed right operand: C = A @ B.T, B stored N x K."""
+
+import torch
+import torch.nn as nn
+
+M = 4096
+K = 4096
+N = 4096
+
+SIZES = {"small": {"M": 48, "K": 64, "N": 40}}
+TAGS = ("gemm", "transposed")
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(A, B.T)
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(N, K)]
+
+
+def get_init_inputs():
+    return []
