@@ -142,8 +142,9 @@ def best_so_far(attempts: Iterable[Attempt], upto_turn: int,
     return best_of(done, noise_margin)
 
 
-def trajectory(grid: Grid, problem: str, index: int) -> list[Attempt]:
-    return [a for (p, i, _), a in grid.items() if p == problem and i == index]
+def trajectory(grid: Grid, layout: Layout, problem: str, index: int) -> list[Attempt]:
+    """The stored attempts of one trajectory, in turn order."""
+    return [grid[(problem, index, t)] for t in range(layout.turns) if (problem, index, t) in grid]
 
 
 def final_kernels(grid: Grid, layout: Layout, noise_margin: float = 0.0,
@@ -158,7 +159,7 @@ def final_kernels(grid: Grid, layout: Layout, noise_margin: float = 0.0,
         if layout.mode == "refine":
             for i in range(layout.indices):
                 n = layout.turns if upto is None else upto
-                out[(p, i)] = best_so_far(trajectory(grid, p, i), n - 1, noise_margin)
+                out[(p, i)] = best_so_far(trajectory(grid, layout, p, i), n - 1, noise_margin)
         else:
             k = layout.indices if upto is None else upto
             out[(p, 0)] = best_of([grid[(p, i, 0)] for i in range(k) if (p, i, 0) in grid],
