@@ -1,0 +1,35 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    a = tl.load(a_ptr + offsets, mask=mask)
+    b = tl.load(b_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, a + b, mask=mask)
+
+
+def triton_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    assert a.is_cuda and b.is_cuda and a.shape == b.shape
+    a = a.contiguous()
+    b = b.contiguous()
+    out = torch.empty_like(a)
+    n_elements = out.numel()
+    grid = (triton.cdiv(n_elements, 1024),)
+    add_kernel[grid](a, b, out, n_elements, BLOCK_SIZE=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    """Adds two tensors elementwise with a Triton kernel."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return triton_add(a, b)
