@@ -7,11 +7,16 @@ echo the job's nonce, or the parent treats it as forged.
 
 from __future__ import annotations
 
+import secrets
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback.options import Backend, EvalOptions
+from feedback.sandbox import ChildOutcome, run_child
 from feedback.result import Correctness, Environment, Profile, Status, TimingStats
 from problems.record import Problem
 
@@ -51,3 +56,77 @@ class WorkerReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     environment: Environment | None = None
     seconds: float = 0.0
+
+
+class JobRun(BaseModel):
+    """A job's report as the parent accepts it, with how the child ended."""
+
+    report: WorkerReport = Field(description="The child's report, or one the parent wrote for it "
+                                 "when the child crashed, hung or left no valid report.")
+    outcome: ChildOutcome = Field(description="How the child process ended.")
+    trusted: bool = Field(description="True when `report` came from the child and validated.")
+
+
+def worker_entry() -> list[str]:
+    """`python -m feedback.worker`, or the compile stage's own minimal builder while the worker
+    package has no entry point yet (it can only do `build` jobs)."""
+    if (Path(__file__).parent / "worker" / "__main__.py").exists():
+        return [sys.executable, "-m", "feedback.worker"]
+    return [sys.executable, "-m", "feedback.compile"]
+
+
+def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
+            memory_mb: int | None, max_output_bytes: int | None = 64 * 1024 * 1024,
+            readonly: Sequence[Path] = (), writable: Sequence[Path] = ()) -> JobRun:
+    """Write the job, run the worker in the sandbox, and read back a report it can trust.
+
+    The report is accepted only from a child that exited 0, at `job.result_path`, valid against
+    `WorkerReport`, and echoing the nonce; anything else becomes a report written here, so a
+    crash, hang or forged result is a value, never an exception.
+    """
+    scratch = Path(job.scratch_dir)
+    scratch.mkdir(parents=True, exist_ok=True)
+    result = Path(job.result_path)
+    result.unlink(missing_ok=True)
+    job_path = scratch / "job.json"
+    job_path.write_text(job.model_dump_json())
+    outcome = run_child([*worker_entry(), str(job_path)], cwd=scratch, env=env,
+                        timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10, memory_mb=memory_mb,
+                        max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
+                        writable=[scratch, *writable])
+    report = _read_report(result, job.nonce)
+    if report is not None and outcome.ok:
+        return JobRun(report=report, outcome=outcome, trusted=True)
+    return JobRun(report=_failure_report(job, outcome, timeout_s, memory_mb, report is not None),
+                  outcome=outcome, trusted=False)
+
+
+def _read_report(path: Path, nonce: str) -> WorkerReport | None:
+    try:
+        if path.stat().st_size > 16 * 1024 * 1024:
+            return None
+        report = WorkerReport.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return report if secrets.compare_digest(report.nonce, nonce) else None
+
+
+def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
+                    memory_mb: int | None, had_report: bool) -> WorkerReport:
+    """The report the parent writes for a child that did not deliver a trustworthy one."""
+    what = f"the {job.kind} child"
+    if outcome.timed_out:
+        status, text = Status.timeout, f"{what} {outcome.describe(timeout_s)}"
+    elif outcome.ok:
+        status = Status.runtime_error
+        text = (f"forged or missing result: {what} exited 0 without a valid report "
+                "(did the candidate exit early or write its own result?)")
+    else:
+        status = Status.runtime_error
+        text = f"{what} {outcome.describe(timeout_s, memory_mb)}"
+        if had_report:
+            text += " after writing its report (results of a crashing process are not trusted)"
+    tail = outcome.stderr_tail.strip() or outcome.stdout_tail.strip()
+    if tail:
+        text += f"\n{tail}"
+    return WorkerReport(nonce=job.nonce, status=status, message=text, seconds=outcome.wall_s)

@@ -1,0 +1,115 @@
+"""The on-disk cache: candidate builds, shared extension directories, reference timings.
+
+Layout under `options.cache_dir`:
+
+    build/<key>/candidate.py   the candidate's own file (it is imported from here, never exec'd
+                               into another namespace); key = sha256(source, backend, toolchain, arch)
+    build/<key>/outcome.json   written once a build finished: success or a deterministic failure,
+                               so an unchanged source is never built (or failed) twice
+    ext/<ext_key>/             TORCH_EXTENSIONS_DIR / TRITON_CACHE_DIR, keyed by the extension
+                               sources only: candidates that differ in Python alone share a build
+    reference/<key>.json       eager / torch.compile timings of a problem on one device
+    inductor/                  torch.compile's own cache for the baselines
+
+Writers are safe against each other: files are written to a temporary name and renamed, and a
+build holds an exclusive `fcntl` lock (released by the kernel if the holder dies).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+SOURCE_MARKERS = ("#include", "__global__", "PYBIND11", "TORCH_LIBRARY", "torch::", "at::Tensor")
+
+
+def digest(*parts: Any) -> str:
+    """sha256 of the JSON of `parts` (stable key material)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()
+
+
+def build_key(code: str, backend: str, toolchain: dict[str, Any], arch: str | None) -> str:
+    """One candidate build: the whole source, backend, toolchain and GPU architecture."""
+    return digest("build", code_hash(code), backend, toolchain, arch)[:32]
+
+
+def extension_material(code: str) -> list[str] | None:
+    """What a load_inline build depends on: the text of every build call and every string that
+    looks like C++/CUDA source or a compiler flag. None when no build call is found (then the
+    whole file is the key). Python-only edits (the ModelNew wrapper) leave it unchanged."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    calls = [ast.get_source_segment(code, n) or "" for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and (getattr(n.func, "attr", None) or
+                                             getattr(n.func, "id", None)) in ("load_inline", "load")]
+    if not calls:
+        return None
+    strings = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                      and isinstance(n.value, str)
+                      and (n.value.startswith("-") or any(m in n.value for m in SOURCE_MARKERS))})
+    return calls + strings
+
+
+def extension_key(code: str, backend: str, toolchain: dict[str, Any], arch: str | None) -> str:
+    material = extension_material(code)
+    return digest("ext", material if material is not None else code_hash(code), backend,
+                  toolchain, arch)[:32]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write by rename so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `path` (created if needed) for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def read_record(path: Path, model: type[BaseModel]) -> Any | None:
+    """A cached record, or None when absent or unreadable (a corrupt entry is a miss)."""
+    try:
+        return model.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_record(path: Path, record: BaseModel) -> None:
+    write_atomic(path, record.model_dump_json(indent=1))
+
+
+def reference_path(cache_dir: Path, *parts: Any) -> Path:
+    """Where the timing of a reference program (role, problem, size, device, torch ...) lives."""
+    return Path(cache_dir) / "reference" / f"{digest('reference', *parts)[:32]}.json"

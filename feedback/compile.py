@@ -1,0 +1,156 @@
+"""The compile stage: build a candidate once, in a sandboxed child, and remember the outcome.
+
+A build is the expensive step (45 s for a C++ extension, 77 s for CUDA on two cores), and the
+same source comes back often (refinement turns, re-evaluations, tests), so the outcome is cached
+on disk by source + toolchain + arch (see feedback/cache.py): a hit answers in milliseconds without
+starting a child, and a known-broken source gets its same message back instantly. Timeouts and
+crashes of the build child are not cached; they may be the machine's fault.
+
+`python -m feedback.compile JOB.json` is a minimal builder (import the candidate, report) used
+only while `python -m feedback.worker` is not installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from feedback import cache
+from feedback.environment import REPO_ROOT, child_env, cuda_arch, toolchain
+from feedback.job import WorkerJob, WorkerReport, run_job
+from feedback.messages import bound, clean_message
+from feedback.options import Backend, EvalOptions
+from feedback.result import Status
+from problems.record import Problem
+
+BUILD_OUTPUT_BYTES = 4 * 1024 ** 3  # RLIMIT_FSIZE of a build: objects and .so files are large
+LOG_CHARS = 16_000
+
+
+class BuildPaths(BaseModel):
+    """Where one candidate's build lives."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str = Field(description="Build cache key (source, backend, toolchain, arch).")
+    directory: Path = Field(description="<cache>/build/<key>.")
+    candidate: Path = Field(description="The candidate's own file.")
+    outcome: Path = Field(description="The cached CompileOutcome.")
+    extensions_dir: Path = Field(description="TORCH_EXTENSIONS_DIR, shared by extension sources.")
+    arch: str | None = Field(description="TORCH_CUDA_ARCH_LIST of the build (None on cpp).")
+
+
+class CompileOutcome(BaseModel):
+    """What building (and importing) a candidate gave."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status = Field(description="ok, compile_error or timeout.")
+    message: str = Field(default="", description="Cleaned, bounded error for the model.")
+    log: str = Field(default="", description="The build's own output (tail), paths stripped.")
+    cached: bool = Field(default=False, description="Answered from the cache, no child started.")
+    seconds: float = Field(default=0.0, description="Wall time of this call.")
+    build_seconds: float = Field(default=0.0, description="Wall time of the build that produced it.")
+    warnings: list[str] = Field(default_factory=list, description="Reported by the builder.")
+
+
+def locate(code: str, backend: Backend, options: EvalOptions) -> BuildPaths:
+    """The cache paths of a candidate (cheap: no child, toolchain facts are memoised)."""
+    arch = cuda_arch(options.device, options.arch) if backend != "cpp" else None
+    tools = toolchain(backend)
+    key = cache.build_key(code, backend, tools, arch)
+    root = Path(options.cache_dir).resolve()
+    directory = root / "build" / key
+    ext = root / "ext" / cache.extension_key(code, backend, tools, arch)
+    return BuildPaths(key=key, directory=directory, candidate=directory / "candidate.py",
+                      outcome=directory / "outcome.json", extensions_dir=ext, arch=arch)
+
+
+def path_names(paths: BuildPaths) -> dict[str, str]:
+    """Paths to hide in messages, with the candidate's own names."""
+    return {str(paths.candidate): "candidate.py", str(paths.extensions_dir): "build"}
+
+
+def compile_candidate(problem: Problem, code: str, backend: Backend,
+                      options: EvalOptions) -> CompileOutcome:
+    """Build and import the candidate in a child (or answer from the cache)."""
+    start = time.monotonic()
+    paths = locate(code, backend, options)
+    hit = cache.read_record(paths.outcome, CompileOutcome)
+    if hit is not None:
+        return hit.model_copy(update={"cached": True, "seconds": time.monotonic() - start})
+    with cache.locked(paths.directory.with_suffix(".lock")):
+        hit = cache.read_record(paths.outcome, CompileOutcome)  # a concurrent build finished
+        if hit is not None:
+            return hit.model_copy(update={"cached": True, "seconds": time.monotonic() - start})
+        if not paths.candidate.exists() or paths.candidate.read_text() != code:
+            cache.write_atomic(paths.candidate, code)
+        with cache.locked(paths.extensions_dir.with_suffix(".lock")):
+            outcome, deterministic = _build(problem, backend, options, paths)
+        outcome = outcome.model_copy(update={"seconds": time.monotonic() - start,
+                                             "build_seconds": time.monotonic() - start})
+        if deterministic:
+            cache.write_record(paths.outcome, outcome)
+    return outcome
+
+
+def _build(problem: Problem, backend: Backend, options: EvalOptions,
+           paths: BuildPaths) -> tuple[CompileOutcome, bool]:
+    """Run one build child; returns the outcome and whether it may be cached."""
+    paths.extensions_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="kr-build-"))
+    try:
+        job = WorkerJob(kind="build", problem=problem, backend=backend, options=options,
+                        candidate_path=str(paths.candidate),
+                        extensions_dir=str(paths.extensions_dir), scratch_dir=str(scratch),
+                        result_path=str(scratch / "result.json"),
+                        nonce=cache.digest(time.time_ns(), paths.key, scratch)[:24])
+        env = child_env(scratch=scratch, extensions_dir=paths.extensions_dir, gpu_index=None,
+                        arch=paths.arch, threads=options.cpu_threads)
+        run = run_job(job, env=env, timeout_s=options.compile_timeout_s, gpu=False,
+                      memory_mb=options.memory_limit_mb, max_output_bytes=BUILD_OUTPUT_BYTES,
+                      readonly=[REPO_ROOT, Path(options.cache_dir).resolve()],
+                      writable=[paths.extensions_dir])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    names = path_names(paths)
+    raw_log = "\n".join(t for t in (run.outcome.stdout_tail, run.outcome.stderr_tail) if t.strip())
+    log = bound(clean_message(raw_log, names, max_lines=400), 400, LOG_CHARS, keep="tail")
+    report = run.report
+    if report.status == Status.ok:
+        return CompileOutcome(status=Status.ok, log=log, warnings=report.warnings), True
+    status = Status.timeout if report.status == Status.timeout else Status.compile_error
+    message = clean_message(report.message, names)
+    if not run.trusted and not report.message.strip():
+        message = clean_message(raw_log, names)
+    return CompileOutcome(status=status, message=message, log=log, warnings=report.warnings), \
+        run.trusted
+
+
+def _minimal_build(job_path: str) -> int:
+    """Import the candidate from its own file and report; the worker's `build` does more."""
+    import importlib.util
+    import traceback
+
+    job = WorkerJob.model_validate_json(Path(job_path).read_text())
+    status, message = Status.ok, ""
+    try:
+        spec = importlib.util.spec_from_file_location("_kr_candidate", job.candidate_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if not isinstance(getattr(module, "ModelNew", None), type):
+            status, message = Status.compile_error, "the candidate defines no class `ModelNew`"
+    except BaseException as exc:  # noqa: BLE001 - whatever the import raises is the candidate's
+        status, message = Status.compile_error, "".join(traceback.format_exception(exc))
+    report = WorkerReport(nonce=job.nonce, status=status, message=message)
+    Path(job.result_path).write_text(report.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_minimal_build(sys.argv[1]))

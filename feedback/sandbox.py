@@ -1,0 +1,253 @@
+"""The only place in the project that starts processes.
+
+Candidates are untrusted code: they may hang, crash, flood output, eat memory or start processes
+of their own. `run_child` turns every such behaviour into a `ChildOutcome` value, so the parent
+never dies and never waits forever. What is enforced where is written down in feedback/README.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TAIL_BYTES = 64 * 1024
+POLL_S = 0.1
+# Capabilities dropped from the child (root in CI): no remounting, no module loading, no ptrace
+# of the evaluator, no raw network access.
+DROPPED_CAPS = "-sys_admin,-sys_module,-sys_ptrace,-sys_boot,-net_admin,-net_raw,-sys_time"
+
+
+class ChildOutcome(BaseModel):
+    """How a child ended. Exactly one of `returncode >= 0`, `signal`, `timed_out` tells it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    returncode: int | None = Field(description="Exit status; None when killed by a signal.")
+    signal: str | None = Field(default=None, description="Name of the killing signal (`SIGSEGV`).")
+    timed_out: bool = Field(default=False, description="Killed by the parent at `timeout_s`.")
+    memory_exceeded: bool = Field(default=False, description="Killed by the parent: resident "
+                                  "memory of the process tree passed `memory_mb`.")
+    stdout_tail: str = Field(default="", description="Last bytes of stdout (bounded).")
+    stderr_tail: str = Field(default="", description="Last bytes of stderr (bounded).")
+    wall_s: float = Field(description="Wall time from start to the end of the child.")
+    isolation: list[str] = Field(default_factory=list,
+                                 description="Isolation layers that applied (`net`, `mounts`, `caps`).")
+
+    @property
+    def ok(self) -> bool:
+        """Exited normally with status 0."""
+        return self.returncode == 0 and not self.timed_out and not self.memory_exceeded
+
+    def describe(self, timeout_s: float | None = None, memory_mb: int | None = None) -> str:
+        """One line a person (or a model) can act on."""
+        if self.timed_out:
+            return f"timed out after {timeout_s or self.wall_s:.0f} s (process group killed)"
+        if self.memory_exceeded:
+            return f"exceeded the memory limit ({memory_mb} MB resident); killed"
+        if self.signal:
+            extra = {"SIGXCPU": " (CPU-time limit)", "SIGXFSZ": " (output/file size limit)",
+                     "SIGKILL": " (killed; possibly out of memory)"}.get(self.signal, "")
+            return f"killed by signal {self.signal}{extra}"
+        return f"exited with status {self.returncode}"
+
+
+# Applies resource limits, then execs the real argv. A launcher process instead of `preexec_fn`,
+# which may deadlock when the parent has threads (evaluate_many runs children from threads).
+_LAUNCHER = """
+import json, os, resource, sys
+for name, value in json.loads(sys.argv[1]).items():
+    resource.setrlimit(getattr(resource, name), tuple(value))
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def _limits(cpu_time_s: float | None, memory_mb: int | None, max_output_bytes: int | None,
+            gpu: bool, nofile: int) -> dict[str, tuple[int, int]]:
+    """Resource limits for the child, by `resource` constant name."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nofile = nofile if hard == resource.RLIM_INFINITY else min(nofile, hard)
+    limits = {"RLIMIT_CORE": (0, 0), "RLIMIT_NOFILE": (nofile, nofile)}
+    if cpu_time_s is not None:
+        soft = max(1, int(cpu_time_s))
+        limits["RLIMIT_CPU"] = (soft, soft + 5)
+    if max_output_bytes is not None:
+        limits["RLIMIT_FSIZE"] = (max_output_bytes, max_output_bytes)
+    if memory_mb is not None and not gpu:
+        # CUDA reserves huge virtual ranges, so the address-space limit is CPU-only; on the GPU
+        # path the parent polls resident memory instead (see _tree_rss_mb).
+        limits["RLIMIT_AS"] = (memory_mb * 1024 * 1024,) * 2
+    return limits
+
+
+@functools.cache
+def _probe(argv: tuple[str, ...]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def isolation_available() -> list[str]:
+    """Which isolation layers this machine grants: `net` (+ `mounts`, `caps`) or nothing."""
+    unshare, setpriv, sh = shutil.which("unshare"), shutil.which("setpriv"), shutil.which("sh")
+    if not (unshare and sh):
+        return []
+    full = setpriv and _probe((unshare, "-m", "-n", "--", setpriv,
+                               f"--bounding-set={DROPPED_CAPS}", "--", sh, "-c", "true"))
+    if full:
+        return ["net", "mounts", "caps"]
+    return ["net"] if _probe((unshare, "-n", "--", sh, "-c", "true")) else []
+
+
+def _wrap(argv: Sequence[str], readonly: Sequence[Path], writable: Sequence[Path],
+          layers: list[str]) -> list[str]:
+    """Prefix argv with a new network (and mount) namespace, read-only binds and fewer caps."""
+    if not layers:
+        return list(argv)
+    if "mounts" not in layers:
+        return ["unshare", "-n", "--", *argv]
+    steps = []
+    for p in readonly:
+        q = shlex.quote(str(p))
+        steps.append(f"mount --bind {q} {q} && mount -o remount,bind,ro {q} {q}")
+    for p in writable:
+        q = shlex.quote(str(p))
+        steps.append(f"mount --bind {q} {q} && mount -o remount,bind,rw {q} {q}")
+    script = "".join(f"{s} 2>/dev/null; " for s in steps)
+    script += f'exec setpriv --bounding-set={DROPPED_CAPS} -- "$@"'
+    return ["unshare", "-m", "-n", "--", "sh", "-c", script, "sh", *argv]
+
+
+def _session_pids(sid: int) -> list[int]:
+    """Processes whose session is `sid`: the child and everything it started (unless setsid)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
+                pids.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def _tree_rss_mb(pids: Sequence[int]) -> float:
+    total_kb = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        except (OSError, ValueError):
+            continue
+    return total_kb / 1024
+
+
+def _kill_tree(sid: int) -> None:
+    """Kill the child's process group, then every process left in its session."""
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in _session_pids(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
+    """The last `limit` bytes of a file, decoded leniently; never reads the whole file."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            data = fh.read(limit)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return (f"[... {size - limit} earlier bytes dropped ...]\n" + text) if size > limit else text
+
+
+def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float,
+              cpu_time_s: float | None = None, memory_mb: int | None = None,
+              max_output_bytes: int | None = 64 * 1024 * 1024, gpu: bool = False,
+              readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
+              isolate: bool = True, nofile: int = 4096, tail_bytes: int = TAIL_BYTES) -> ChildOutcome:
+    """Run argv in a new session under limits and return how it ended; never raises for the child.
+
+    Args:
+        argv: program and arguments.
+        cwd: working directory (the scratch directory); stdout/stderr files are written there.
+        env: the child's whole environment (nothing is inherited: no API keys leak).
+        timeout_s: wall-clock limit; the whole process tree is killed when it passes.
+        cpu_time_s: RLIMIT_CPU per process (SIGXCPU).
+        memory_mb: RLIMIT_AS when not `gpu`; in all cases the parent also kills the tree when its
+            summed resident memory passes it.
+        max_output_bytes: RLIMIT_FSIZE: largest file the child may write (stdout included).
+        gpu: the child uses CUDA (no address-space limit).
+        readonly / writable: paths bound read-only, then holes bound writable (mount namespace).
+        isolate: use the namespaces and capability drop that this machine allows.
+        nofile: RLIMIT_NOFILE.
+        tail_bytes: how much of stdout/stderr is read back.
+    """
+    cwd = Path(cwd)
+    cwd.mkdir(parents=True, exist_ok=True)
+    layers = isolation_available() if isolate else []
+    limits = _limits(cpu_time_s, memory_mb, max_output_bytes, gpu, nofile)
+    full_argv = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(limits),
+                 *_wrap(argv, [Path(p) for p in readonly], [Path(p) for p in writable], layers)]
+    out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
+    start = time.monotonic()
+    timed_out = memory_exceeded = False
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        try:
+            proc = subprocess.Popen(full_argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True, close_fds=True)
+        except OSError as exc:
+            return ChildOutcome(returncode=127, stderr_tail=f"could not start {argv[0]}: {exc}",
+                                wall_s=time.monotonic() - start)
+        sid = proc.pid
+        try:
+            while proc.poll() is None:
+                if time.monotonic() - start > timeout_s:
+                    timed_out = True
+                    break
+                if memory_mb is not None and _tree_rss_mb(_session_pids(sid)) > memory_mb:
+                    memory_exceeded = True
+                    break
+                try:
+                    proc.wait(timeout=POLL_S)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            _kill_tree(sid)  # also reaps grandchildren left behind by a child that exited
+            proc.wait()
+    wall = time.monotonic() - start
+    rc = proc.returncode
+    sig = None
+    if rc < 0:
+        sig = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else f"signal {-rc}"
+        rc = None
+    if timed_out or memory_exceeded:
+        rc, sig = None, sig or "SIGKILL"
+    return ChildOutcome(returncode=rc, signal=sig, timed_out=timed_out,
+                        memory_exceeded=memory_exceeded, stdout_tail=read_tail(out_path, tail_bytes),
+                        stderr_tail=read_tail(err_path, tail_bytes), wall_s=wall, isolation=layers)
