@@ -47,6 +47,34 @@ class Attempt(BaseModel):
     gpu_seconds: float = Field(default=0.0, description="Device-side evaluation wall time spent.")
 
 
+def improves(new: Attempt, old: Attempt | None, margin: float = 0.0) -> bool:
+    """Whether `new` becomes the best-so-far over `old`.
+
+    Only a correct attempt can be best. It replaces a best without timing, and beats a timed best
+    only when its median runtime is lower by more than the relative noise: the larger of `margin`
+    and the noise the evaluator measured on either attempt. So noise is never reported as progress.
+    """
+    if new.result is None or not new.result.correct:
+        return False
+    if old is None or old.result is None or old.result.runtime is None:
+        return True
+    if new.result.runtime is None:
+        return False
+    noise = max(margin, new.result.noise or 0.0, old.result.noise or 0.0)
+    return new.result.runtime.median_ms < old.result.runtime.median_ms * (1.0 - noise)
+
+
+def best_per_turn(attempts: list[Attempt], margin: float = 0.0) -> list[int | None]:
+    """Index of the best-so-far after each attempt (None until one is correct)."""
+    best: int | None = None
+    out: list[int | None] = []
+    for i, attempt in enumerate(attempts):
+        if improves(attempt, attempts[best] if best is not None else None, margin):
+            best = i
+        out.append(best)
+    return out
+
+
 class Trajectory(BaseModel):
     """The ordered attempts of one refinement run of one problem."""
 
@@ -55,6 +83,18 @@ class Trajectory(BaseModel):
     attempts: list[Attempt] = Field(default_factory=list)
     best_per_turn: list[int | None] = Field(
         default_factory=list, description="Index into attempts of the best-so-far after each turn.")
+
+    @classmethod
+    def from_attempts(cls, attempts: list[Attempt], margin: float = 0.0) -> Trajectory:
+        """Rebuild a trajectory (and its best-so-far) from its stored attempts, in turn order."""
+        first = attempts[0].candidate
+        return cls(problem_id=first.problem_id, index=first.index, attempts=attempts,
+                   best_per_turn=best_per_turn(attempts, margin))
+
+    def best_at(self, turns: int) -> Attempt | None:
+        """The best-so-far after `turns` turns (the last one when the trajectory is shorter)."""
+        marks = self.best_per_turn[:turns]
+        return self.attempts[marks[-1]] if marks and marks[-1] is not None else None
 
 
 class RunRecord(BaseModel):

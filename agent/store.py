@@ -12,10 +12,13 @@ import sqlite3
 import time
 from pathlib import Path
 
-from agent.records import Attempt, RunRecord
+from agent.records import Attempt, RunRecord, Trajectory
 
 CONFIG = "config.json"
 DATABASE = "attempts.sqlite"
+CHECKPOINTS = "checkpoints.sqlite"
+"""LangGraph's checkpoints (graph position of every trajectory), next to the attempts."""
+LOG = "run.log"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS attempts (
@@ -97,6 +100,21 @@ class RunStore:
         with self._connect() as conn:
             rows = conn.execute(query + " ORDER BY problem_id, idx, turn", args).fetchall()
         return [Attempt.model_validate(json.loads(row[0])) for row in rows]
+
+    def attempt(self, problem_id: str, index: int, turn: int) -> Attempt | None:
+        """The stored attempt at one (problem, index, turn), if any."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT attempt_json FROM attempts WHERE problem_id = ? AND idx = ? AND turn = ?",
+                (problem_id, index, turn)).fetchone()
+        return Attempt.model_validate(json.loads(row[0])) if row else None
+
+    def trajectories(self, margin: float = 0.0) -> list[Trajectory]:
+        """Attempts grouped by (problem, index), each with its best-so-far per turn."""
+        groups: dict[tuple[str, int], list[Attempt]] = {}
+        for a in self.attempts():
+            groups.setdefault((a.candidate.problem_id, a.candidate.index), []).append(a)
+        return [Trajectory.from_attempts(group, margin) for group in groups.values()]
 
     def done_keys(self) -> set[tuple[str, int, int]]:
         """(problem, index, turn) of every stored attempt: what a resume must not redo."""

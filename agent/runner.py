@@ -1,0 +1,188 @@
+"""The concurrent driver: every (problem, trajectory) of a run through the graph, resumably.
+
+`execute()` is what `agent.refine.run` and `agent.sample.run` call: it resolves the settings (or
+reloads a stored run's), creates the run directory, builds the LLM client and the evaluator
+(unless injected), and drives all trajectories concurrently under one SQLite checkpointer. One
+trajectory failing (an LLM error, a bug) is logged and ends that trajectory only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import structlog
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from agent.context import Context
+from agent.gates import EvalGates
+from agent.graph import make_graph, recursion_limit
+from agent.logs import bind_trajectory, configure_logging
+from agent.progress import RunProgress
+from agent.provenance import hardware_facts, make_record
+from agent.settings import RefineSettings, RunSettings, SampleSettings
+from agent.state import initial_state
+from agent.store import CHECKPOINTS, LOG, RunStore, new_run_dir
+from feedback.options import EvalOptions
+from problems.record import Problem
+
+log = structlog.get_logger("agent.runner")
+Mode = Literal["refine", "sample"]
+
+
+class ProblemSpecError(ValueError):
+    """The problem spec selected nothing, or named something that does not load."""
+
+
+@dataclass
+class Outcome:
+    """How a run ended: where it is stored, and which trajectories failed (and why)."""
+
+    path: Path
+    settings: RunSettings
+    problems: list[Problem]
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def select_problems(spec: str) -> list[Problem]:
+    """The problems a spec names; any error is a ProblemSpecError listing every bad part."""
+    from problems.spec import select
+
+    try:
+        selection = select(spec)
+    except Exception as e:  # the spec parser's own message is the useful part
+        raise ProblemSpecError(f"problem spec {spec!r}: {e}") from e
+    if selection.errors or not selection.problems:
+        lines = "\n  ".join(selection.errors) or "it matches no problem"
+        raise ProblemSpecError(f"problem spec {spec!r}:\n  {lines}")
+    return list(selection.problems)
+
+
+def _turns(settings: RunSettings) -> int:
+    return settings.turns if isinstance(settings, RefineSettings) else 1
+
+
+def _indices(settings: RunSettings) -> int:
+    return settings.k if isinstance(settings, SampleSettings) else settings.trajectories
+
+
+def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore]:
+    """Reload a stored run (its settings win) or create a new run directory."""
+    from prompts import template_hashes
+
+    if settings.resume is not None:
+        store = RunStore.open(settings.resume)
+        record = store.record()
+        if record.mode != mode:
+            raise ValueError(f"{settings.resume} is a {record.mode} run, not a {mode} run")
+        stored = type(settings).model_validate(
+            {**record.config, "resume": settings.resume, "concurrency": settings.concurrency,
+             "log_format": settings.log_format})
+        return stored, store
+    settings = settings.resolved()
+    select_problems(settings.problems)  # a bad spec fails before anything is created
+    path = new_run_dir(settings.out, f"{mode}_{settings.name}")
+    record = make_record(path.name, mode, settings.model_dump(mode="json"), template_hashes())
+    return settings, RunStore.create(path, record)
+
+
+def _context(settings: RunSettings, store: RunStore, llm, evaluator) -> Context:
+    from agent.conversation import FeedbackMode
+    from prompts import template_set_hash
+
+    refine = isinstance(settings, RefineSettings)
+    mode = FeedbackMode.parse(settings.feedback if refine else "G")
+    llm_args = dict(settings.llm_args)
+    if settings.seed is not None:
+        llm_args.setdefault("seed", settings.seed)
+    if llm is None:
+        from agent.llm import make_client
+
+        llm = make_client(settings.model, llm_args=llm_args, concurrency=settings.concurrency,
+                          timeout_s=settings.llm_timeout_s)
+    if evaluator is None:
+        from feedback.evaluate import LocalEvaluator
+
+        evaluator = LocalEvaluator()
+    options = EvalOptions(size=settings.size, profile=refine and mode.profile)
+    return Context(
+        run_id=store.record().run_id, model=settings.model, backend=settings.backend,
+        turns=_turns(settings), feedback=mode, history=getattr(settings, "history", "last"),
+        temperature=settings.temperature, hardware=hardware_facts(settings.backend) if settings.hardware else None,
+        target_speedup=getattr(settings, "target_speedup", None),
+        noise_margin=settings.noise_margin, template_hash=template_set_hash(),
+        options=options, llm=llm, evaluator=evaluator, store=store)
+
+
+async def run_trajectory(graph, ctx: Context, problem: Problem, index: int,
+                         progress: RunProgress) -> None:
+    """Drive one trajectory to its end, continuing from its checkpoint when there is one."""
+    bind_trajectory(ctx.run_id, problem.id, index)
+    config = {"configurable": {"thread_id": f"{ctx.run_id}/{problem.id}/{index}"},
+              "recursion_limit": recursion_limit(ctx.turns)}
+    snapshot = await graph.aget_state(config)
+    if snapshot.values and not snapshot.next:
+        return  # finished before
+    done = len(snapshot.values.get("history", [])) if snapshot.values else 0
+    label = f"{problem.id}#{index}"
+    task = progress.start(label, ctx.turns, done)
+    start = None if snapshot.values else initial_state(problem, index)
+    try:
+        async for update in graph.astream(start, config, context=ctx, stream_mode="values",
+                                          durability="sync"):
+            if len(update["history"]) > done:
+                done = len(update["history"])
+                best = update["best"]
+                progress.attempt(task, label, update["history"][-1],
+                                 update["history"][best] if best is not None else None)
+    finally:
+        progress.finish(task)
+
+
+async def drive(graph, ctx: Context, jobs: list[tuple[Problem, int]], limit: int,
+                progress: RunProgress) -> dict[str, str]:
+    """Run all trajectories, at most `limit` at a time; return the failed ones with the error."""
+    gate = asyncio.Semaphore(limit)
+    failed: dict[str, str] = {}
+
+    async def one(problem: Problem, index: int) -> None:
+        async with gate:
+            try:
+                await run_trajectory(graph, ctx, problem, index, progress)
+            except Exception as e:  # one broken trajectory must not stop the others
+                failed[f"{problem.id}#{index}"] = f"{type(e).__name__}: {e}"
+                log.error("trajectory ended by an error; a resume retries it",
+                          error=f"{type(e).__name__}: {e}")
+
+    await asyncio.gather(*(one(p, i) for p, i in jobs))
+    return failed
+
+
+def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
+            show_progress: bool | None = None) -> Outcome:
+    """Run (or resume) a refinement or sampling run; see `agent.refine.run`."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    settings, store = _open(settings, mode)
+    configure_logging(settings.log_format, store.path / LOG)
+    problems = select_problems(settings.problems)
+    ctx = _context(settings, store, llm, evaluator)
+    jobs = [(p, i) for p in problems for i in range(_indices(settings))]
+    remaining = len(jobs) * ctx.turns - len(store.done_keys())
+    log.info("run started" if settings.resume is None else "run resumed", run=ctx.run_id,
+             path=str(store.path), model=settings.model, backend=settings.backend,
+             problems=len(problems), trajectories=len(jobs), turns=ctx.turns)
+
+    async def main() -> dict[str, str]:
+        ctx.gates = EvalGates(settings.backend)
+        async with AsyncSqliteSaver.from_conn_string(str(store.path / CHECKPOINTS)) as saver:
+            enabled = sys.stderr.isatty() if show_progress is None else show_progress
+            with RunProgress(max(remaining, 0), enabled=enabled) as progress:
+                return await drive(make_graph(saver), ctx, jobs, settings.concurrency, progress)
+
+    failed = asyncio.run(main())
+    log.info("run finished", run=ctx.run_id, failed=len(failed), path=str(store.path))
+    return Outcome(path=store.path, settings=settings, problems=problems, failed=failed)
