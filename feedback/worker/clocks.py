@@ -1,0 +1,86 @@
+"""The two clocks: CUDA events for cuda/triton, host wall-clock for cpp. Both flush caches first.
+
+Captured at import (before any candidate exists): `time.perf_counter`, `torch.cuda.Event`,
+`torch.cuda.synchronize`. A candidate that rebinds them later changes nothing here, and the
+tamper snapshot reports it anyway.
+
+GPU protocol per call (issue 3, "timing"; issue 4, class 5): zero a buffer larger than L2
+(max(256 MB, 2 x L2)), synchronize the device, record the start event, call, synchronize the
+*device* (every stream, so work a candidate hides on a side stream is inside the window), record
+the end event. CPU protocol: write a 32 MB buffer (about a last-level cache), then
+`perf_counter()` around the call.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+import torch
+
+from feedback.result import TimingStats
+
+_Event = torch.cuda.Event
+_synchronize = torch.cuda.synchronize
+GPU_FLUSH_MIN = 256 << 20
+CPU_FLUSH = 32 << 20
+
+
+class Clock:
+    """Times one call of `fn` after flushing caches; returns (milliseconds, output)."""
+
+    name = "host_wall"
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device)
+
+    def flush_bytes(self) -> int:
+        return CPU_FLUSH
+
+    def flush(self) -> None:
+        self.flush_buffer.zero_()
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        self.flush()
+        start = perf_counter()
+        out = fn()
+        return (perf_counter() - start) * 1e3, out
+
+
+class CudaClock(Clock):
+    name = "cuda_events"
+
+    def flush_bytes(self) -> int:
+        l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)
+        return max(GPU_FLUSH_MIN, 2 * l2)
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        self.flush()
+        _synchronize(self.device)
+        start.record()
+        out = fn()
+        _synchronize(self.device)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end), out
+
+
+def clock_for(device: torch.device) -> Clock:
+    return CudaClock(device) if device.type == "cuda" else Clock(device)
+
+
+def summarize(times_ms: list[float], clock: str) -> tuple[TimingStats, float | None]:
+    """Median/mean/std/min/max, and noise = interquartile range / median (robust to outliers)."""
+    median = statistics.median(times_ms)
+    std = statistics.stdev(times_ms) if len(times_ms) > 1 else 0.0
+    stats = TimingStats(median_ms=median, mean_ms=statistics.fmean(times_ms), std_ms=std,
+                        min_ms=min(times_ms), max_ms=max(times_ms), n=len(times_ms), clock=clock)
+    noise = None
+    if len(times_ms) >= 4 and median > 0:
+        q1, _, q3 = statistics.quantiles(times_ms, n=4)
+        noise = (q3 - q1) / median
+    return stats, noise

@@ -1,0 +1,126 @@
+"""The `correct` job: is the candidate's output the reference's, on inputs nobody could predict?
+
+Per trial (`options.correctness_trials` of them, fresh secret-seeded inputs each):
+candidate first, on its own clones, after freed memory was poisoned; then the guards (harness.py);
+then the inputs are drawn again from the same seed (when `get_inputs` is reproducible, else a
+pristine copy kept aside is used) and compared bitwise with what the candidate was given; then the
+reference (and its float64 twin) runs on those pristine inputs and the outputs are compared under
+the tolerance policy (tolerance.py).
+
+After all regular trials pass, a numeric stress pass (issue 4, class 14) runs one more trial per
+rescaling in `inputs.STRESS_TRANSFORMS` (x*1e-2, x*16, x+5 on every floating-point input); a
+rescaling whose reference output is not finite (or raises) is skipped with a warning. Stress
+trials count in `Correctness.trials`. A mismatch lets the remaining regular trials run (so the
+report can say "passed 3 of 5"); a guard violation or an exception ends the job at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from feedback.job import WorkerJob
+from feedback.result import Correctness, Status
+from feedback.worker import guards, inputs
+from feedback.worker.errors import JobFailure
+from feedback.worker.harness import Harness, call_candidate, call_reference, fresh_inputs, prepare
+from feedback.worker.tolerance import Comparison, compare, tolerance_for
+
+
+class Tally:
+    """Accumulates per-trial comparisons into one `Correctness` record.
+
+    The worst trial shown is the first failing one, else the one closest to its tolerance.
+    Error statistics cover the trials whose values were compared (not shape mismatches).
+    """
+
+    def __init__(self, policy: str) -> None:
+        self.policy = policy
+        self.trials = self.passed = self.compared = 0
+        self.worst: Comparison | None = None
+        self.first_failure: Comparison | None = None
+        self.max_abs = self.max_rel = self.sum_abs = self.sum_rel = 0.0
+        self.dtype: torch.dtype = torch.float32
+
+    def add(self, verdict: Comparison, output: Any) -> None:
+        self.trials += 1
+        self.passed += verdict.ok
+        floats = [t.dtype for t in inputs.tensors(output) if t.is_floating_point()]
+        self.dtype = floats[0] if floats else self.dtype
+        if verdict.worst_index is not None:
+            self.compared += 1
+            self.max_abs, self.max_rel = max(self.max_abs, verdict.max_abs), max(self.max_rel, verdict.max_rel)
+            self.sum_abs, self.sum_rel = self.sum_abs + verdict.mean_abs, self.sum_rel + verdict.mean_rel
+        if not verdict.ok and self.first_failure is None:
+            self.first_failure = self.worst = verdict
+        elif self.first_failure is None and (self.worst is None or verdict.excess >= self.worst.excess):
+            self.worst = verdict
+
+    def record(self) -> Correctness:
+        w, n = self.worst, self.compared
+        return Correctness(
+            trials=self.trials, trials_passed=self.passed,
+            max_abs_err=self.max_abs if n else None, mean_abs_err=self.sum_abs / n if n else None,
+            max_rel_err=self.max_rel if n else None, mean_rel_err=self.sum_rel / n if n else None,
+            worst_index=w.worst_index if w else None,
+            expected_at_worst=w.expected if w else None, got_at_worst=w.got if w else None,
+            tolerance=tolerance_for(self.policy, self.dtype))
+
+
+def run_correct(job: WorkerJob) -> tuple[Correctness, list[str]]:
+    """Run every trial; returns the record and warnings, or raises `JobFailure`."""
+    policy = job.options.tolerance
+    tolerance_for(policy, torch.float32)  # an unknown policy fails before any work
+    h = prepare(job, with64=policy == "fp64-relative")
+    tally = Tally(policy)
+    held: Any = ()
+    try:
+        for _ in range(job.options.correctness_trials):
+            verdict, held = run_trial(h, policy, None, held)
+            tally.add(verdict, held)
+        if tally.first_failure is None:
+            for name in inputs.STRESS_TRANSFORMS:
+                verdict, out = run_trial(h, policy, name, held)
+                if verdict is None:
+                    continue
+                held = out
+                tally.add(verdict, out)
+                if not verdict.ok:
+                    verdict.message = f"numeric stress pass (inputs {name}): {verdict.message}"
+                    break
+    except JobFailure as failure:
+        failure.correctness = tally.record()
+        raise
+    warnings = sorted(set(h.notes))
+    if tally.first_failure is not None:
+        first = tally.first_failure
+        message = (f"{first.message} (passed {tally.passed} of {tally.trials} trials)"
+                   if first.status == Status.mismatch else first.message)
+        raise JobFailure(first.status, message, tally.record())
+    return tally.record(), warnings
+
+
+def run_trial(h: Harness, policy: str, stress: str | None, held: Any) -> tuple[Comparison | None, Any]:
+    """One trial; returns (verdict, candidate output), or (None, None) for a skipped stress trial."""
+    seed = inputs.secret_seed()
+    args = fresh_inputs(h, seed, stress)
+    pristine = None if h.reproducible else inputs.clone(args)
+    output = call_candidate(h, args, held)
+    if pristine is None:
+        pristine = fresh_inputs(h, seed, stress)
+    guards.check_inputs_untouched(args, pristine)
+    del args
+    try:
+        ref, ref64 = call_reference(h, pristine, want64=policy == "fp64-relative")
+    except Exception as exc:
+        if stress:
+            h.notes.append(f"stress pass {stress} skipped: the reference raised {exc!r}")
+            return None, None
+        raise JobFailure(Status.runtime_error, f"the reference program failed: {exc!r}") from exc
+    if stress and not all(bool(torch.isfinite(t).all()) for t in inputs.tensors(ref) if t.is_floating_point()):
+        h.notes.append(f"stress pass {stress} skipped: the reference output is not finite")
+        return None, None
+    verdict = compare(output, ref, ref64, policy)
+    h.notes.extend(verdict.notes)
+    return verdict, output

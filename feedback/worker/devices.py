@@ -1,0 +1,50 @@
+"""Device selection and the numeric settings every job runs under.
+
+Why TF32 is switched off: on an fp32 problem, TF32 matmuls/convolutions give the *reference* an
+error of about 1e-3, which would both hide a candidate's precision downgrade and loosen the
+fp64-relative tolerance. Reference, candidate and baselines all run with the same flags, and a
+candidate that flips them is caught by the tamper snapshot (issue 4, class 10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from feedback.options import Backend
+
+
+def job_device(backend: Backend, device: str) -> torch.device:
+    """`cpu` for the cpp backend, else the configured CUDA device (which must exist)."""
+    if backend == "cpp":
+        return torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type != "cuda" or not torch.cuda.is_available():
+        raise RuntimeError(f"backend {backend} needs a CUDA device, and {device} is not available")
+    torch.cuda.set_device(dev)
+    return dev
+
+
+def set_precision() -> None:
+    """Full fp32 math for everyone: no TF32 in matmuls or cuDNN convolutions."""
+    with contextlib.suppress(Exception):
+        torch.backends.cuda.matmul.allow_tf32 = False
+    with contextlib.suppress(Exception):
+        torch.backends.cudnn.allow_tf32 = False
+    with contextlib.suppress(Exception):
+        torch.set_float32_matmul_precision("highest")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for all work on the device (every stream), surfacing asynchronous kernel errors."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def start_thread_pools(threads: int | None = None) -> None:
+    """Start torch's CPU thread pool now, so its threads are part of the baseline thread count."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    x = torch.ones(1 << 20)
+    (x * 2).sum().item()

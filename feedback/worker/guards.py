@@ -1,0 +1,158 @@
+"""Run-time guards against reward hacking (issue 4): each names the trick it caught.
+
+- `check_output`: exact `torch.Tensor` type (subclasses can defer or fake their values), no
+  stride-0 / expanded dimensions, no storage shared with any input or with an output the caller
+  still holds from an earlier call (aliasing and buffer reuse).
+- `check_inputs_untouched`: the candidate's input clones still equal pristine copies.
+- `ThreadCount`: Python threads and OS threads (`/proc/self/task`) before/after; work left on a
+  background thread escapes timing and can change outputs later.
+- `poison_memory`: allocate, fill with 0xFF bytes (NaN for floats, -1 for integers) and free, so
+  a candidate output built on `empty` without a full write reads poison, not stale answers.
+- `check_stable`: the output read again after a pause must not have changed (deferred writes).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import torch
+
+from feedback.result import Status
+from feedback.worker.errors import JobFailure
+from feedback.worker.inputs import tensors
+
+POISON_MIN_BYTES = 64 << 20
+POISON_MAX_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}
+SMALL_BLOCK = 1 << 20  # the CUDA caching allocator's small-pool boundary
+SETTLE_S = 0.02
+
+
+def violation(trick: str) -> JobFailure:
+    return JobFailure(Status.guard_violation, trick)
+
+
+def _span(t: torch.Tensor) -> tuple[int, int] | None:
+    """[start, end) bytes of a tensor's whole storage, or None for an empty one."""
+    storage = t.untyped_storage()
+    if storage.nbytes() == 0:
+        return None
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _overlaps(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
+
+
+def check_output(output: Any, inputs: Any, held: Any = ()) -> None:
+    """Type, stride and aliasing checks on everything the candidate returned."""
+    leaves = [output] if isinstance(output, torch.Tensor) else (
+        list(output) if isinstance(output, (tuple, list)) else [output])
+    input_spans = [(i, _span(t)) for i, t in enumerate(tensors(inputs))]
+    held_spans = [_span(t) for t in tensors(held)]
+    seen: list[tuple[int, int] | None] = []
+    for k, leaf in enumerate(leaves):
+        name = "output" if len(leaves) == 1 else f"output[{k}]"
+        if isinstance(leaf, torch.Tensor) and type(leaf) is not torch.Tensor:
+            raise violation(f"{name} is a {type(leaf).__module__}.{type(leaf).__qualname__}, a "
+                            "torch.Tensor subclass; outputs must be plain torch.Tensor (subclasses can "
+                            "defer or fake their values)")
+        if not isinstance(leaf, torch.Tensor):
+            continue
+        if any(stride == 0 and size > 1 for stride, size in zip(leaf.stride(), leaf.shape)):
+            raise violation(f"{name} has a stride-0 (expanded/broadcast) dimension: strides "
+                            f"{list(leaf.stride())} for shape {list(leaf.shape)}; write every element")
+        span = _span(leaf)
+        for i, other in input_spans:
+            if _overlaps(span, other):
+                raise violation(f"{name} shares memory with input {i} (returns or views an input "
+                                "instead of writing a new tensor)")
+        if any(_overlaps(span, other) for other in held_spans):
+            raise violation(f"{name} reuses the memory of an output returned by an earlier call, "
+                            "which the caller still holds (cached or replayed result)")
+        if any(_overlaps(span, other) for other in seen):
+            raise violation(f"{name} shares memory with another output")
+        seen.append(span)
+
+
+def check_inputs_untouched(used: Any, pristine: Any) -> None:
+    """The candidate's inputs must be bit-identical to copies taken before the call."""
+    for i, (a, b) in enumerate(zip(tensors(used), tensors(pristine))):
+        if a.shape != b.shape or a.dtype != b.dtype or not _bitwise_equal(a, b):
+            raise violation(f"input {i} was modified in place by the candidate; inputs are read-only")
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool(torch.equal(a, b))
+
+
+def os_threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+class ThreadCount:
+    """Threads now; `check()` raises if more exist later (after a short settle for exiting ones)."""
+
+    def __init__(self) -> None:
+        self.python = threading.active_count()
+        self.os = os_threads()
+
+    def check(self, when: str) -> None:
+        python, native = threading.active_count(), os_threads()
+        if python <= self.python and native <= self.os:
+            return
+        time.sleep(SETTLE_S)  # a joined thread may still be leaving
+        python, native = threading.active_count(), os_threads()
+        if python > self.python:
+            names = [t.name for t in threading.enumerate()][self.python:]
+            raise violation(f"background thread: {python - self.python} Python thread(s) still "
+                            f"running {when} ({', '.join(names)}); work must finish inside forward()")
+        if native > self.os:
+            raise violation(f"background thread: {native - self.os} OS thread(s) still running "
+                            f"{when}; work must finish inside forward()")
+
+
+def poison_memory(device: torch.device, sizes: list[int], budget: int) -> None:
+    """Fill freed allocator memory with 0xFF bytes, then free it again.
+
+    Blocks of each expected output size come first (the caching allocator hands the same blocks
+    to the candidate's next allocation of that size), then one large block sized to `budget`
+    and a spread of small ones (the small pool holds allocations under 1 MB).
+    """
+    kind = "cuda" if device.type == "cuda" else "cpu"
+    budget = min(max(budget, POISON_MIN_BYTES), POISON_MAX_BYTES[kind])
+    if kind == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        budget = min(budget, free // 4)
+    blocks = [torch.empty(n, dtype=torch.uint8, device=device) for n in sizes if 0 < n <= budget]
+    blocks.append(torch.empty(budget, dtype=torch.uint8, device=device))
+    if kind == "cuda":
+        blocks += [torch.empty(SMALL_BLOCK // 2 >> (k % 6), dtype=torch.uint8, device=device)
+                   for k in range(24)]
+    for block in blocks:
+        block.fill_(0xFF)
+    if kind == "cuda":
+        torch.cuda.synchronize(device)
+    del blocks
+
+
+def check_stable(output: Any, device: torch.device) -> None:
+    """Re-read the outputs after a pause: values written later (deferred work) are a violation."""
+    leaves = [t for t in tensors(output) if type(t) is torch.Tensor]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    before = [t.clone() for t in leaves]
+    time.sleep(SETTLE_S)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    for k, (a, b) in enumerate(zip(leaves, before)):
+        if not _bitwise_equal(a, b):
+            raise violation(f"output {k} changed after forward() returned (deferred or background "
+                            "work); the result must be complete when forward() returns")

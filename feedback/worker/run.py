@@ -1,0 +1,69 @@
+"""`run_job`: one `WorkerJob` in, one `WorkerReport` out, whatever happens in between.
+
+Every failure becomes a report: a `JobFailure` carries its own status; any other exception (a
+reference that breaks, a CUDA error that surfaces in trusted code after the candidate corrupted the
+context, a bug here) is a `runtime_error` with its traceback, marked as raised outside the
+candidate's own call so that nobody mistakes it for the candidate's message.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+import torch
+
+from feedback.job import WorkerJob, WorkerReport
+from feedback.result import Status
+from feedback.worker.caches import configure_environment
+from feedback.worker.errors import JobFailure, format_exception
+
+
+def run_job(job: WorkerJob) -> WorkerReport:
+    """Dispatch on `job.kind`; never raises (except for interpreter-ending signals)."""
+    start = perf_counter()
+    configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
+    report = WorkerReport(nonce=job.nonce, status=Status.ok)
+    try:
+        _dispatch(job, report)
+    except JobFailure as failure:
+        report.status, report.message = failure.status, failure.message
+        report.correctness = failure.correctness or report.correctness
+    except BaseException as exc:  # noqa: BLE001 - the report must be written whatever happened
+        report.status = Status.runtime_error
+        report.message = format_exception(exc, f"the {job.kind} job failed outside the candidate's call:")
+    report.environment = _environment(job)
+    report.seconds = perf_counter() - start
+    return report
+
+
+def _dispatch(job: WorkerJob, report: WorkerReport) -> None:
+    if job.kind == "build":
+        from feedback.worker.build import run_build
+
+        report.warnings = run_build(job)
+    elif job.kind == "correct":
+        from feedback.worker.correct import run_correct
+
+        report.correctness, report.warnings = run_correct(job)
+    elif job.kind == "time":
+        from feedback.worker.timing import run_time
+
+        result = run_time(job)
+        report.timing, report.noise, report.warnings = result.stats, result.noise, result.warnings
+        report.flops, report.min_bytes = result.flops, result.min_bytes
+    elif job.kind == "profile":
+        from feedback.worker.profiling import run_profile
+
+        report.profile = run_profile(job)
+    else:
+        raise ValueError(f"unknown job kind {job.kind!r}")
+
+
+def _environment(job: WorkerJob):
+    from feedback.worker.environment import describe_environment
+
+    try:
+        gpu = job.backend != "cpp" and job.kind != "build" and torch.cuda.is_available()
+        return describe_environment(torch.device(job.options.device) if gpu else None, job.backend)
+    except Exception:
+        return None
