@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from agent.records import Attempt
+from agent.records import Attempt, improves
 from feedback.result import Status
 
 Baseline = Literal["eager", "compile"]
@@ -98,35 +98,14 @@ def status_of(attempt: Attempt | None) -> str:
     return attempt.result.status.value if attempt.result is not None else NO_CODE
 
 
-def _runtime(attempt: Attempt) -> float | None:
-    rt = attempt.result.runtime if attempt.result is not None else None
-    return rt.median_ms if rt is not None else None
-
-
 # ----------------------------------------------------------------------------- best-so-far
 
-def improves(new: Attempt, best: Attempt | None, noise_margin: float = 0.0) -> bool:
-    """Whether `new` replaces `best`: correct, and faster by more than the timing noise.
-
-    The required relative improvement is the largest of `noise_margin` and the noise the
-    evaluator measured for either kernel, so a re-timed copy of the same kernel is never progress.
-    A timed correct kernel replaces an untimed one; an untimed one never replaces a correct best.
-    """
-    if not is_correct(new):
-        return False
-    if best is None:
-        return True
-    new_ms, best_ms = _runtime(new), _runtime(best)
-    if new_ms is None:
-        return False
-    if best_ms is None:
-        return True
-    margin = max(noise_margin, best.result.noise or 0.0, new.result.noise or 0.0)
-    return new_ms < best_ms * (1.0 - margin)
-
-
 def best_of(attempts: Iterable[Attempt], noise_margin: float = 0.0) -> Attempt | None:
-    """The best of attempts taken in the given order (each must beat the best before it)."""
+    """The best of attempts taken in the given order (each must beat the best before it).
+
+    Uses the agent's own rule (`agent.records.improves`: correct, and faster by more than the
+    larger of `noise_margin` and the measured noise), recomputed here from the stored attempts.
+    """
     best = None
     for a in attempts:
         if improves(a, best, noise_margin):
