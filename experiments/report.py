@@ -41,12 +41,10 @@ def labels(runs: Sequence[Run]) -> list[str]:
     def parts(r: Run) -> dict[str, str]:
         c = r.config
         budget = f"N={c.get('turns')}" if r.mode == "refine" else f"k={c.get('k')}"
-        first = next(iter(r.grid.values()), None)
-        device = first.result.environment.device if first and first.result and \
-            first.result.environment else None
         return {"mode": r.mode, "feedback": c.get("feedback") if r.mode == "refine" else "",
                 "budget": budget, "model": c.get("model"), "backend": c.get("backend"),
-                "size": c.get("size"), "problems": c.get("problems"), "device": device}
+                "size": c.get("size"), "problems": c.get("problems"),
+                "device": ", ".join(r.devices())}
 
     table = [parts(r) for r in runs]
     varying = [k for k in table[0] if len({str(t[k]) for t in table}) > 1] if table else []
@@ -188,6 +186,7 @@ def run_rows(runs, names) -> list[list[object]]:
                      run.layout.indices if run.mode == "refine" else "-", c.get("backend"),
                      c.get("size"), len(run.layout.problems),
                      f"{len(set(run.grid) & set(run.layout.keys()))}/{len(run.layout.keys())}",
+                     ", ".join(run.devices()) or "-",
                      (run.record.git_commit or "?")[:10] + ("+dirty" if run.record.git_dirty
                                                             else "")])
     return rows
@@ -210,7 +209,7 @@ def build(run_dirs: Sequence[Path], out: Path, stats: Stats = Stats()) -> Path:
              "after all N turns, sampling runs the unbiased fast_p@k at k = all samples."),
         Heading("Runs"),
         Table(["run", "id", "mode", "model", "feedback", "N or k", "trajectories", "backend",
-               "size", "problems", "attempts stored/asked", "git"], run_rows(runs, names)),
+               "size", "problems", "attempts stored/asked", "evaluated on", "git"], run_rows(runs, names)),
         Heading("Headline"),
         Table(["run", "mode", "N or k", "fast_0", "fast_1 (eager)", "fast_1 (compile)",
                "geomean speedup (eager, correct kernels)", "compile rate (attempts)",

@@ -43,22 +43,17 @@ class Run:
         return float(self.config.get("noise_margin") or 0.0)
 
     @property
-    def label(self) -> str:
-        """Short legend text: the run's name, else what distinguishes it."""
-        c = self.config
-        if c.get("name"):
-            return str(c["name"])
-        what = f"{c.get('feedback')} N={c.get('turns')}" if self.mode == "refine" \
-            else f"k={c.get('k')}"
-        return f"{self.mode} {c.get('model')} {what}"
-
-    @property
     def budget_size(self) -> int:
         """N (turns) for refinement, k (samples) for sampling."""
         return self.layout.turns if self.mode == "refine" else self.layout.indices
 
     def attempts(self) -> list[Attempt]:
         return list(self.grid.values())
+
+    def devices(self) -> list[str]:
+        """Where the attempts were evaluated (several when a run was resumed elsewhere)."""
+        return sorted({a.result.environment.device for a in self.grid.values()
+                       if a.result is not None and a.result.environment is not None})
 
     def by_level(self) -> dict[str, Layout]:
         """The layout restricted to each level (`level1`...), plus `all`."""
