@@ -12,17 +12,15 @@ only while `python -m feedback.worker` is not installed.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback import cache
-from feedback.environment import REPO_ROOT, child_env, cuda_arch, toolchain
-from feedback.job import WorkerJob, WorkerReport, run_job
+from feedback.environment import cuda_arch, toolchain
+from feedback.job import WorkerJob, WorkerReport, launch
 from feedback.messages import bound, clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import Status
@@ -103,21 +101,9 @@ def _build(problem: Problem, backend: Backend, options: EvalOptions,
            paths: BuildPaths) -> tuple[CompileOutcome, bool]:
     """Run one build child; returns the outcome and whether it may be cached."""
     paths.extensions_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="kr-build-"))
-    try:
-        job = WorkerJob(kind="build", problem=problem, backend=backend, options=options,
-                        candidate_path=str(paths.candidate),
-                        extensions_dir=str(paths.extensions_dir), scratch_dir=str(scratch),
-                        result_path=str(scratch / "result.json"),
-                        nonce=cache.digest(time.time_ns(), paths.key, scratch)[:24])
-        env = child_env(scratch=scratch, extensions_dir=paths.extensions_dir, gpu_index=None,
-                        arch=paths.arch, threads=options.cpu_threads)
-        run = run_job(job, env=env, timeout_s=options.compile_timeout_s, gpu=False,
-                      memory_mb=options.memory_limit_mb, max_output_bytes=BUILD_OUTPUT_BYTES,
-                      readonly=[REPO_ROOT, Path(options.cache_dir).resolve()],
-                      writable=[paths.extensions_dir])
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    run = launch("build", problem, backend, options, candidate=paths.candidate,
+                 extensions_dir=paths.extensions_dir, arch=paths.arch, gpu_index=None,
+                 timeout_s=options.compile_timeout_s, max_output_bytes=BUILD_OUTPUT_BYTES)
     names = path_names(paths)
     raw_log = "\n".join(t for t in (run.outcome.stdout_tail, run.outcome.stderr_tail) if t.strip())
     log = bound(clean_message(raw_log, names, max_lines=400), 400, LOG_CHARS, keep="tail")

@@ -7,14 +7,19 @@ echo the job's nonce, or the parent treats it as forged.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from feedback.cache import digest, locked
+from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
 from feedback.sandbox import ChildOutcome, run_child
 from feedback.result import Correctness, Environment, Profile, Status, TimingStats
@@ -99,6 +104,36 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
         return JobRun(report=report, outcome=outcome, trusted=True)
     return JobRun(report=_failure_report(job, outcome, timeout_s, memory_mb, report is not None),
                   outcome=outcome, trusted=False)
+
+
+def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
+           role: str = "candidate", candidate: Path | None, extensions_dir: Path,
+           arch: str | None, gpu_index: int | None, timeout_s: float,
+           max_output_bytes: int | None = 64 * 1024 * 1024, writable: Sequence[Path] = (),
+           device_lock: Path | None = None) -> JobRun:
+    """Run one job in a fresh scratch directory (removed afterwards), with the child environment
+    and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
+    and processes. A GPU child sees only GPU `gpu_index`, as `cuda:0`."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"kr-{kind}-"))
+    gpu = gpu_index is not None
+    try:
+        job = WorkerJob(kind=kind, role=role, problem=problem, backend=backend,
+                        options=options.model_copy(update={"device": "cuda:0"}) if gpu else options,
+                        candidate_path=str(candidate) if candidate else None,
+                        extensions_dir=str(extensions_dir), scratch_dir=str(scratch),
+                        result_path=str(scratch / "result.json"),
+                        nonce=digest(secrets.token_hex(16), kind, role)[:32])
+        env = child_env(scratch=scratch, extensions_dir=extensions_dir, gpu_index=gpu_index,
+                        arch=arch, threads=options.cpu_threads,
+                        extra={"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve()
+                                                             / "inductor")})
+        with locked(device_lock) if device_lock else contextlib.nullcontext():
+            return run_job(job, env=env, timeout_s=timeout_s, gpu=gpu,
+                           memory_mb=options.memory_limit_mb, max_output_bytes=max_output_bytes,
+                           readonly=[REPO_ROOT, Path(options.cache_dir).resolve()],
+                           writable=[extensions_dir, *writable])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _read_report(path: Path, nonce: str) -> WorkerReport | None:

@@ -17,6 +17,7 @@ MAX_CHARS = 8000
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ERROR = re.compile(r"(^|[\s:(])(fatal )?error( [A-Z]+\d+)?[:\s]|undefined reference|undefined symbol"
                     r"|multiple definition|ld returned|Error building extension", re.IGNORECASE)
+_NOT_ERROR = re.compile(r"^\s*(#|//)|\d+ errors? detected|^Traceback")
 _CONTEXT = re.compile(r": (In function|In member function|In instantiation|In lambda)|"
                       r"^In file included from")
 _DIAG = re.compile(r"^\S.*(:\d+(:\d+)?: |\(\d+\): )")
@@ -66,7 +67,7 @@ def clean_compiler_output(text: str, names: Mapping[str, str] | None = None,
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _ERROR.search(line) and not line.lstrip().startswith(("#", "//")):
+        if _ERROR.search(line) and not _NOT_ERROR.search(line):
             block = []
             if i > 0 and _CONTEXT.search(lines[i - 1]):
                 block.append(lines[i - 1])
@@ -129,11 +130,17 @@ def clean_traceback(text: str, own_files: Mapping[str, str] | None = None,
     exception = "\n".join(lines[i:]).strip()
     if looks_like_compiler_output(exception):
         head, _, rest = exception.partition("\n")
+        build = re.match(r"(.*?Error building extension '[^']*')[:\s]*(.*)", head)
+        if build:  # torch glues the first ninja command onto the exception line
+            head, rest = build.group(1), f"{build.group(2)}\n{rest}"
         exception = head + ("\n" + clean_compiler_output(rest, own, max_lines - 10) if rest else "")
     else:
         exception = bound(strip_paths(exception, own), max_lines - len(frames))
-    header = ["Traceback (the candidate's frames only):", *frames] if frames else []
-    return bound("\n".join([*header, exception]), max_lines + 2)
+    preamble = text[:text.find("Traceback (most recent call last):")].strip().splitlines()
+    header = [strip_paths(ln, own) for ln in preamble[:3]]
+    if frames:
+        header += ["Traceback (the candidate's frames only):", *frames]
+    return bound("\n".join([*header, exception]), max_lines + 5)
 
 
 def clean_message(text: str, names: Mapping[str, str] | None = None,

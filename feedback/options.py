@@ -41,3 +41,7 @@ class EvalOptions(BaseModel):
     memory_limit_mb: int = Field(default=8192, description="Host memory limit for candidate children.")
     cache_dir: Path = Field(default_factory=default_cache_dir, description="Compile and timing cache.")
     arch: str | None = Field(default=None, description="CUDA arch list (e.g. `9.0`); None = detected.")
+    peak_tflops: float | None = Field(default=None, description="Device peak (fp32 TFLOP/s) for the "
+                                      "roofline; None = the known-GPU table.")
+    peak_bandwidth_gbs: float | None = Field(default=None, description="Device memory bandwidth "
+                                             "(GB/s) for the roofline; None = the known-GPU table.")

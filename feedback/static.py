@@ -42,12 +42,12 @@ class Finding(BaseModel):
 
     severity: str = Field(description="`error` rejects the candidate; `warning` is fed back only.")
     line: int | None = Field(description="1-based line in the candidate, when known.")
-    construct: str = Field(description="Short name of what was found, e.g. `import threading`.")
+    what: str = Field(description="Short name of what was found, e.g. `import threading`.")
     message: str = Field(description="Why it matters, in words a model can act on.")
 
     def render(self) -> str:
         where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.construct}: {self.message}"
+        return f"{where}{self.what}: {self.message}"
 
 
 def _dotted(node: ast.AST) -> str:
@@ -73,7 +73,7 @@ class _Screen(ast.NodeVisitor):
 
     def add(self, severity: str, node: ast.AST | None, construct: str, message: str) -> None:
         self.findings.append(Finding(severity=severity, line=getattr(node, "lineno", None),
-                                     construct=construct, message=message))
+                                     what=construct, message=message))
 
     def _module(self, name: str, node: ast.AST) -> None:
         root = name.split(".")[0]
@@ -226,24 +226,24 @@ def _marker(screen: _Screen, backend: Backend) -> Finding | None:
     calls = screen.build_calls
     if backend == "triton":
         if not screen.triton_jit:
-            return Finding(severity="error", line=None, construct="no @triton.jit kernel",
+            return Finding(severity="error", line=None, what="no @triton.jit kernel",
                            message="the triton backend needs at least one @triton.jit function")
         return None
     if not calls:
-        return Finding(severity="error", line=None, construct="no load_inline call",
+        return Finding(severity="error", line=None, what="no load_inline call",
                        message=f"the {backend} backend builds its kernels with "
                        "torch.utils.cpp_extension.load_inline")
     has_cuda = any("cuda_sources" in _keywords(c) for c in calls) or \
         any("__global__" in s for s in screen.strings)
     if backend == "cuda" and not has_cuda:
-        return Finding(severity="error", line=calls[0].lineno, construct="no CUDA source",
+        return Finding(severity="error", line=calls[0].lineno, what="no CUDA source",
                        message="pass CUDA code (a __global__ kernel) through cuda_sources=")
     if backend == "cpp":
         if any("cuda_sources" in _keywords(c) for c in calls):
-            return Finding(severity="error", line=calls[0].lineno, construct="cuda_sources",
+            return Finding(severity="error", line=calls[0].lineno, what="cuda_sources",
                            message="the cpp backend compiles C++ only (cpp_sources=, no cuda_sources=)")
         if not any("cpp_sources" in _keywords(c) or len(c.args) >= 2 for c in calls):
-            return Finding(severity="error", line=calls[0].lineno, construct="no cpp_sources",
+            return Finding(severity="error", line=calls[0].lineno, what="no cpp_sources",
                            message="pass the C++ code through cpp_sources=")
     return None
 
@@ -253,7 +253,7 @@ def screen(code: str, backend: Backend) -> list[Finding]:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:
-        return [Finding(severity="error", line=exc.lineno, construct="syntax error",
+        return [Finding(severity="error", line=exc.lineno, what="syntax error",
                         message=f"{exc.msg}" + (f": {exc.text.strip()}" if exc.text else ""))]
     s = _Screen()
     s.visit(tree)

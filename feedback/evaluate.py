@@ -1,0 +1,311 @@
+"""`evaluate()`: static screen -> compile -> correctness -> timing (-> profile), first failure wins.
+
+Every stage that runs candidate code runs it in a fresh sandboxed child (`python -m
+feedback.worker JOB.json`) and trusts only the report file that child leaves, so a crash, hang,
+exit or forged result is a status, never an exception here. Device jobs hold a per-device lock
+(threads and processes alike), so two timings never overlap on one GPU.
+
+CLI: python -m feedback.evaluate PROBLEM CANDIDATE.py --backend {cuda,triton,cpp} [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import torch
+
+from feedback import cache
+from feedback.compile import BuildPaths, compile_candidate, locate, path_names
+from feedback.environment import device_index, host_environment, roofline
+from feedback.job import JobRun, WorkerReport, launch
+from feedback.messages import clean_message
+from feedback.options import Backend, EvalOptions
+from feedback.result import EvalResult, Status
+from feedback.static import render, screen
+from problems.record import Problem
+from problems.spec import SpecError, select
+
+
+def _device_name(result: EvalResult) -> str | None:
+    env = result.environment
+    return env.device if env is not None and env.device and not env.device.startswith("cuda") else None
+
+
+def _run(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,
+         paths: BuildPaths | None) -> JobRun:
+    """One worker job on the evaluation device, holding that device's lock."""
+    gpu = backend != "cpp"
+    root = Path(options.cache_dir).resolve()
+    ext = paths.extensions_dir if paths is not None else root / "inductor"
+    ext.mkdir(parents=True, exist_ok=True)
+    (root / "inductor").mkdir(parents=True, exist_ok=True)
+    lock = root / "devices" / f"{options.device.replace(':', '') if gpu else 'cpu'}.lock"
+    return launch(kind, problem, backend, options, role=role,
+                  candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
+                  arch=paths.arch if paths is not None else None,
+                  gpu_index=device_index(options.device) if gpu else None,
+                  timeout_s=options.run_timeout_s, writable=[root / "inductor"], device_lock=lock)
+
+
+def _fail(result: EvalResult, stage: str, report: WorkerReport, names: dict[str, str],
+          seconds: float) -> EvalResult:
+    return result.model_copy(update={
+        "status": report.status, "stage": stage, "message": clean_message(report.message, names),
+        "correctness": report.correctness or result.correctness,
+        "warnings": _merge(result.warnings, report.warnings),
+        "stage_seconds": {**result.stage_seconds, stage: seconds}})
+
+
+def _merge(old: list[str], new: list[str]) -> list[str]:
+    return old + [w for w in new if w not in old]
+
+
+def _reference(problem: Problem, kind: str, role: str, backend: Backend, options: EvalOptions,
+               device_name: str | None) -> WorkerReport:
+    """A baseline's report, from the cache when this device/torch/size measured it before."""
+    path = cache.reference_path(
+        options.cache_dir, kind, role, problem.id, cache.code_hash(problem.source), options.size,
+        backend == "cpp", device_name, torch.__version__, options.timing_trials, options.warmup,
+        options.input_sets, options.cpu_threads, options.compile_mode if role == "compiled" else "")
+    hit = cache.read_record(path, WorkerReport) if device_name else None
+    if hit is not None:
+        return hit
+    run = _run(kind, role, problem, backend, options, None)
+    if device_name and run.trusted and run.report.status == Status.ok:
+        cache.write_record(path, run.report)
+    return run.report
+
+
+class LocalEvaluator:
+    """The evaluator on this machine; each method is one node of the agent's graph."""
+
+    def compile(self, problem: Problem, code: str, backend: Backend,
+                options: EvalOptions) -> EvalResult:
+        start = time.monotonic()
+        result = EvalResult(status=Status.ok, backend=backend, problem_id=problem.id,
+                            code_hash=cache.code_hash(code), size=options.size,
+                            environment=host_environment(backend, options.device))
+        findings = screen(code, backend)
+        result = result.model_copy(update={
+            "warnings": [f.render() for f in findings if f.severity == "warning"],
+            "stage_seconds": {"static": time.monotonic() - start}})
+        if any(f.severity == "error" for f in findings):
+            return result.model_copy(update={"status": Status.static_reject, "stage": "static",
+                                             "message": render(findings)})
+        built = compile_candidate(problem, code, backend, options)
+        result = result.model_copy(update={
+            "warnings": _merge(result.warnings, built.warnings),
+            "stage_seconds": {**result.stage_seconds, "compile": built.seconds}})
+        if built.status != Status.ok:
+            return result.model_copy(update={"status": built.status, "stage": "compile",
+                                             "message": built.message or built.log})
+        return result
+
+    def correct(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
+                prior: EvalResult) -> EvalResult:
+        if prior.status != Status.ok:
+            return prior
+        start = time.monotonic()
+        paths = locate(code, backend, options)
+        run = _run("correct", "candidate", problem, backend, options, paths)
+        if run.report.status != Status.ok:
+            return _fail(prior, "correct", run.report, path_names(paths), time.monotonic() - start)
+        env = prior.environment
+        if run.report.environment is not None and (env is None or _device_name(prior) is None):
+            env = run.report.environment
+        return prior.model_copy(update={
+            "correctness": run.report.correctness, "environment": env,
+            "warnings": _merge(prior.warnings, run.report.warnings),
+            "stage_seconds": {**prior.stage_seconds, "correct": time.monotonic() - start}})
+
+    def perform(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
+                prior: EvalResult) -> EvalResult:
+        if prior.status != Status.ok or not (options.time or options.profile):
+            return prior
+        paths, names, result = locate(code, backend, options), {}, prior
+        names = path_names(paths)
+        device = _device_name(prior)
+        if options.time:
+            start = time.monotonic()
+            run = _run("time", "candidate", problem, backend, options, paths)
+            if run.report.status != Status.ok:
+                return _fail(result, "timing", run.report, names, time.monotonic() - start)
+            mine, eager, compiled = run.report, None, None
+            if options.baselines:
+                eager = _reference(problem, "time", "eager", backend, options, device)
+                if options.compile_baseline:
+                    compiled = _reference(problem, "time", "compiled", backend, options, device)
+            result = _timed(result, mine, eager, compiled, options, time.monotonic() - start)
+        if options.profile:
+            start = time.monotonic()
+            run = _run("profile", "candidate", problem, backend, options, paths)
+            if run.report.status != Status.ok:
+                return _fail(result, "profile", run.report, names, time.monotonic() - start)
+            ref = _reference(problem, "profile", "eager", backend, options, device)
+            result = result.model_copy(update={
+                "profile": run.report.profile, "reference_profile": ref.profile,
+                "warnings": _merge(result.warnings, run.report.warnings),
+                "stage_seconds": {**result.stage_seconds, "profile": time.monotonic() - start}})
+        return result
+
+
+def _timed(result: EvalResult, mine: WorkerReport, eager: WorkerReport | None,
+           compiled: WorkerReport | None, options: EvalOptions, seconds: float) -> EvalResult:
+    """Fold the candidate's and the baselines' timings into the result (speedups, roofline)."""
+    warnings = _merge(result.warnings, mine.warnings)
+    baselines = {}
+    for name, rep in (("eager", eager), ("compiled", compiled)):
+        if rep is not None and rep.status == Status.ok and rep.timing is not None:
+            baselines[name] = rep.timing
+        elif rep is not None:
+            warnings.append(f"{name} baseline not measured: {clean_message(rep.message, None, 5)}")
+    run = mine.timing
+    speed = {f"speedup_{'eager' if k == 'eager' else 'compile'}": v.median_ms / run.median_ms
+             for k, v in baselines.items() if run is not None and run.median_ms > 0}
+    flops = mine.flops if mine.flops is not None else (eager.flops if eager else None)
+    nbytes = mine.min_bytes if mine.min_bytes is not None else (eager.min_bytes if eager else None)
+    device = result.environment.device if result.environment else ""
+    sol = roofline(flops, nbytes, run.median_ms if run else None, device,
+                   options.peak_tflops, options.peak_bandwidth_gbs)
+    if sol is not None and sol.suspicious:
+        warnings.append(f"faster than the speed of light ({sol.sol_ms:.4f} ms bound on {device}): "
+                        "the measurement or the kernel is suspect")
+    return result.model_copy(update={
+        "runtime": run, "noise": mine.noise, "eager": baselines.get("eager"),
+        "compiled": baselines.get("compiled"), **speed, "roofline": sol, "warnings": warnings,
+        "stage_seconds": {**result.stage_seconds, "timing": seconds}})
+
+
+def evaluate(problem: Problem, code: str, backend: Backend,
+             options: EvalOptions | None = None) -> EvalResult:
+    """Static screen, compile, correctness, timing (and profile when asked); never raises for
+    anything the candidate does."""
+    options = options or EvalOptions()
+    ev = LocalEvaluator()
+    result = ev.compile(problem, code, backend, options)
+    result = ev.correct(problem, code, backend, options, result)
+    return ev.perform(problem, code, backend, options, result)
+
+
+EvalItem = tuple[Problem, str, Backend]
+
+
+def _contained(item: EvalItem, step, *args) -> EvalResult:
+    """Run a step for one item; an evaluator bug becomes that item's result, not a dead batch."""
+    try:
+        return step(*args)
+    except Exception as exc:  # noqa: BLE001 - one item must never stop the batch
+        problem, code, backend = item
+        return EvalResult(status=Status.runtime_error, stage="evaluator", backend=backend,
+                          problem_id=problem.id, code_hash=cache.code_hash(code),
+                          message=f"evaluator error (not the candidate's fault): {exc!r}")
+
+
+def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
+                  devices: Sequence[str] | None = None,
+                  compile_workers: int | None = None) -> list[EvalResult]:
+    """Evaluate many candidates: builds in a CPU pool while one worker per device runs
+    correctness and timing (one job at a time per device). Results come back in input order."""
+    options = options or EvalOptions()
+    devices = list(devices or [options.device])
+    ev, results = LocalEvaluator(), [None] * len(items)
+    ready: queue.Queue = queue.Queue()
+
+    def device_worker(device: str) -> None:
+        opts = options.model_copy(update={"device": device})
+        while (job := ready.get()) is not None:
+            i, prior = job
+            problem, code, backend = items[i]
+
+            def rest(prior=prior, problem=problem, code=code, backend=backend) -> EvalResult:
+                done = ev.correct(problem, code, backend, opts, prior)
+                return ev.perform(problem, code, backend, opts, done)
+            results[i] = _contained(items[i], rest)
+
+    workers = [threading.Thread(target=device_worker, args=(d,), daemon=True) for d in devices]
+    for w in workers:
+        w.start()
+    with ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2)) as pool:
+        futures = {pool.submit(_contained, item, ev.compile, *item, options): i
+                   for i, item in enumerate(items)}
+        for future in as_completed(futures):
+            i, built = futures[future], future.result()
+            if built.status == Status.ok:
+                ready.put((i, built))
+            else:
+                results[i] = built
+    for _ in workers:
+        ready.put(None)
+    for w in workers:
+        w.join()
+    return results
+
+
+def _summary(r: EvalResult) -> str:
+    """A few lines for a person at a terminal."""
+    lines = [f"{r.problem_id} [{r.backend}{', size ' + r.size if r.size else ''}]: {r.status.value}"
+             + (f" at {r.stage}" if r.stage else "")]
+    if r.correctness:
+        c = r.correctness
+        lines.append(f"  correct on {c.trials_passed}/{c.trials} trials (max abs err {c.max_abs_err})")
+    if r.runtime:
+        text = f"  runtime {r.runtime.median_ms:.4f} ms (median of {r.runtime.n})"
+        for name, base, speed in (("eager", r.eager, r.speedup_eager),
+                                  ("compile", r.compiled, r.speedup_compile)):
+            if base and speed:
+                text += f"; {name} {base.median_ms:.4f} ms -> {speed:.2f}x"
+        lines.append(text)
+    lines += [f"  warning: {w}" for w in r.warnings]
+    lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r.stage_seconds.items()))
+    return "\n".join(lines + ([r.message] if r.message else []))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI; exit 0 whenever an evaluation was produced, 2 for bad arguments."""
+    parser = argparse.ArgumentParser(prog="python -m feedback.evaluate", description=__doc__.split(
+        "\n")[0])
+    parser.add_argument("problem", help="PROBLEM.py, or a spec naming one problem (suite:level1/19)")
+    parser.add_argument("candidate", type=Path, help="the candidate's Python file")
+    parser.add_argument("--backend", required=True, choices=["cuda", "triton", "cpp"])
+    parser.add_argument("--size", help="size preset of the problem (e.g. small)")
+    parser.add_argument("--json", action="store_true", help="print the EvalResult as one JSON object")
+    parser.add_argument("--device", default="cuda:0", help="cuda:N (ignored by cpp)")
+    parser.add_argument("--tolerance", choices=["fp64-relative", "kernelbench", "kernelbench-v0"])
+    parser.add_argument("--profile", action="store_true", help="also run the profiler stage")
+    parser.add_argument("--timing-trials", type=int, help="timed calls per program")
+    parser.add_argument("--run-timeout", type=float, help="seconds per correctness/timing child")
+    parser.add_argument("--cache-dir", type=Path, help="build and timing cache")
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"cuda(:\d+)?|cpu", args.device):
+        parser.error(f"--device must be cuda:N, got {args.device!r}")
+    if not args.candidate.is_file():
+        parser.error(f"no such candidate file: {args.candidate}")
+    try:
+        problems = select(args.problem)
+    except SpecError as exc:
+        parser.error(str(exc))
+    if len(problems.problems) != 1:
+        found = ", ".join(p.id for p in problems.problems) or "; ".join(problems.errors)
+        parser.error(f"{args.problem!r} must name exactly one problem (found: {found or 'none'})")
+    problem = problems.problems[0]
+    if args.size and args.size != "default" and args.size not in problem.sizes:
+        parser.error(f"{problem.id} has no size {args.size!r} (sizes: {', '.join(problem.sizes) or 'none'})")
+    given = {"device": args.device, "size": args.size, "tolerance": args.tolerance,
+             "profile": args.profile or None, "timing_trials": args.timing_trials,
+             "run_timeout_s": args.run_timeout, "cache_dir": args.cache_dir}
+    options = EvalOptions(**{k: v for k, v in given.items() if v is not None})
+    result = evaluate(problem, args.candidate.read_text(), args.backend, options)
+    print(result.model_dump_json() if args.json else _summary(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

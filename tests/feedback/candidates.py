@@ -1,0 +1,139 @@
+"""Candidate sources for the evaluator tests, built from as few C++/CUDA extensions as possible.
+
+Builds are the slow part (45 s for C++, 77 s for CUDA here), and the build cache shares an
+extension directory between candidates whose extension sources are identical (feedback/cache.py).
+So every behaviour lives in ONE extension per backend, `OPS_CPP` / `OPS_CUDA`, exposing one function
+per behaviour, and the candidates differ only in which function their Python `forward` calls.
+"""
+
+from __future__ import annotations
+
+HEADER = """\
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+"""
+
+OPS_CPP = r'''
+#include <torch/extension.h>
+#include <cstdint>
+#include <cstdlib>
+
+static torch::Tensor map(torch::Tensor x, float negative_slope) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const float* in = xc.data_ptr<float>();
+    float* out = y.data_ptr<float>();
+    for (int64_t i = 0; i < xc.numel(); ++i) out[i] = in[i] > 0.f ? in[i] : negative_slope * in[i];
+    return y;
+}
+torch::Tensor relu(torch::Tensor x) { return map(x, 0.f); }
+torch::Tensor relu_wrong(torch::Tensor x) { return map(x, 0.1f); }
+torch::Tensor relu_flat(torch::Tensor x) { return map(x, 0.f).reshape({-1}); }
+torch::Tensor crash(torch::Tensor x) {
+    volatile float* p = reinterpret_cast<float*>(static_cast<uintptr_t>(x.size(0) >> 62));
+    *p = 1.f;  // address 0: SIGSEGV
+    return x;
+}
+torch::Tensor hang(torch::Tensor x) { volatile bool go = true; while (go) {} return x; }
+torch::Tensor leave(torch::Tensor x) { std::exit(0); return x; }
+torch::Tensor hog(torch::Tensor x) { return torch::empty({int64_t(1) << 36}, x.options()); }
+'''
+CPP_FUNCTIONS = ["relu", "relu_wrong", "relu_flat", "crash", "hang", "leave", "hog"]
+
+BROKEN_CPP = r'''
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) {
+    return undefined_function(x);
+}
+'''
+
+
+def cpp_candidate(call: str = "relu", source: str = OPS_CPP, functions: list[str] | None = None,
+                  extra: str = "") -> str:
+    """A cpp candidate whose forward returns `ops.<call>(x)`; `extra` is appended (Python only)."""
+    functions = functions or (CPP_FUNCTIONS if source is OPS_CPP else ["relu"])
+    return (HEADER + f"\nSOURCE = r'''{source}'''\n\n"
+            f"ops = load_inline(name='kr_test_ops', cpp_sources=SOURCE, functions={functions!r}, "
+            "extra_cflags=['-O1'])\n\n\n"
+            "class ModelNew(nn.Module):\n"
+            "    def forward(self, x):\n"
+            f"        return ops.{call}(x)\n{extra}")
+
+
+OPS_CUDA = r'''
+#include <torch/extension.h>
+
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+__global__ void wild_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i + (int64_t(1) << 40)] = x[i];  // far outside any allocation
+}
+static torch::Tensor launch(torch::Tensor x, bool wild) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    int64_t n = xc.numel();
+    int threads = 256;
+    int blocks = (int)((n + threads - 1) / threads);
+    if (wild) wild_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    else relu_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}
+torch::Tensor relu(torch::Tensor x) { return launch(x, false); }
+torch::Tensor wild(torch::Tensor x) { return launch(x, true); }
+'''
+CUDA_DECLS = "torch::Tensor relu(torch::Tensor x);\ntorch::Tensor wild(torch::Tensor x);"
+
+BROKEN_CUDA = r'''
+#include <torch/extension.h>
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : undefined_value;
+}
+torch::Tensor relu(torch::Tensor x) { return x; }
+'''
+
+
+def cuda_candidate(call: str = "relu", source: str = OPS_CUDA, extra: str = "") -> str:
+    """A cuda candidate whose forward returns `ops.<call>(x)`."""
+    decls = CUDA_DECLS if source is OPS_CUDA else "torch::Tensor relu(torch::Tensor x);"
+    functions = ["relu", "wild"] if source is OPS_CUDA else ["relu"]
+    return (HEADER + f"\nSOURCE = r'''{source}'''\n\n"
+            f"ops = load_inline(name='kr_test_cuda_ops', cpp_sources={decls!r}, "
+            f"cuda_sources=SOURCE, functions={functions!r})\n\n\n"
+            "class ModelNew(nn.Module):\n"
+            "    def forward(self, x):\n"
+            f"        return ops.{call}(x)\n{extra}")
+
+
+TRITON_CANDIDATE = '''\
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, tl.where(x > 0, x, SLOPE * x), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return BODY
+'''
+
+
+def triton_candidate(slope: str = "0.0", body: str = "y") -> str:
+    """A triton candidate: `slope` != 0 gives wrong values, `body` changes what is returned."""
+    return TRITON_CANDIDATE.replace("SLOPE", slope).replace("BODY", body)

@@ -1,0 +1,131 @@
+"""The sandbox turns every way a child can misbehave into a value, and its limits hold.
+
+Plain Python children (no torch) keep these fast; sizes stay small so the test machine is never at
+risk (never a fork loop: root ignores RLIMIT_NPROC).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from feedback.sandbox import ChildOutcome, isolation_available, run_child
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def run_py(tmp_path: Path, code: str, **kw) -> ChildOutcome:
+    kw.setdefault("timeout_s", 20)
+    return run_child([sys.executable, "-c", code], cwd=tmp_path, env=ENV, **kw)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_normal_exit_and_output(tmp_path):
+    out = run_py(tmp_path, "import sys; print('hello'); print('oops', file=sys.stderr)")
+    assert out.ok and out.returncode == 0 and out.signal is None
+    assert out.stdout_tail.strip() == "hello" and out.stderr_tail.strip() == "oops"
+
+
+def test_exit_status_and_os_exit(tmp_path):
+    assert run_py(tmp_path, "import sys; sys.exit(3)").returncode == 3
+    out = run_py(tmp_path, "import os; os._exit(7)")
+    assert out.returncode == 7 and not out.ok and "status 7" in out.describe()
+
+
+def test_segfault_is_a_signal(tmp_path):
+    out = run_py(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert out.returncode is None and out.signal == "SIGSEGV"
+    assert "SIGSEGV" in out.describe()
+
+
+def test_timeout_kills_the_process_group_with_its_grandchild(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    code = ("import subprocess, time\n"
+            f"p = subprocess.Popen(['sleep', '300'])\nopen({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+            "time.sleep(300)\n")
+    start = time.monotonic()
+    out = run_py(tmp_path, code, timeout_s=3)
+    assert out.timed_out and not out.ok and out.signal == "SIGKILL"
+    assert time.monotonic() - start < 15
+    assert not alive(int(pidfile.read_text()))
+
+
+def test_grandchildren_left_behind_after_a_normal_exit_are_killed(tmp_path):
+    pidfile = tmp_path / "orphan.pid"
+    code = ("import subprocess, os\n"
+            "p = subprocess.Popen(['sleep', '300'], process_group=0)\n"
+            f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n")
+    out = run_py(tmp_path, code)
+    assert out.ok
+    time.sleep(0.2)
+    assert not alive(int(pidfile.read_text()))  # its own process group, same session: found anyway
+
+
+def test_memory_limit_on_the_cpu_path(tmp_path):
+    out = run_py(tmp_path, "x = bytearray(400 * 1024 * 1024)", memory_mb=200)
+    assert not out.ok and "MemoryError" in out.stderr_tail
+
+
+def test_resident_memory_is_polled_when_the_address_space_is_not_limited(tmp_path):
+    # the GPU path cannot use RLIMIT_AS; the parent kills the tree on resident memory instead
+    out = run_py(tmp_path, "import time; x = bytearray(400 * 1024 * 1024); time.sleep(20)",
+                 memory_mb=200, gpu=True)
+    assert out.memory_exceeded and not out.ok and "memory" in out.describe(memory_mb=200)
+
+
+def test_output_flood_is_bounded(tmp_path):
+    out = run_py(tmp_path, "import sys\nwhile True: sys.stdout.write('x' * 65536)",
+                 max_output_bytes=2 * 1024 * 1024, tail_bytes=4096)
+    # Python ignores SIGXFSZ, so the write fails (EFBIG) instead of the signal killing it
+    assert not out.ok and (out.signal == "SIGXFSZ" or "File too large" in out.stderr_tail)
+    assert len(out.stdout_tail) < 5000
+    assert (tmp_path / "stdout.txt").stat().st_size <= 2 * 1024 * 1024
+
+
+def test_cpu_time_limit(tmp_path):
+    out = run_py(tmp_path, "while True: pass", cpu_time_s=1, timeout_s=30)
+    assert out.signal in ("SIGXCPU", "SIGKILL") and not out.timed_out
+    assert out.wall_s < 15
+
+
+def test_environment_is_only_what_was_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECRET_API_KEY", "hunter2")
+    out = run_py(tmp_path, "import os; print(sorted(os.environ))")
+    assert "SECRET_API_KEY" not in out.stdout_tail
+
+
+def test_a_missing_program_is_a_value(tmp_path):
+    out = run_child(["/nonexistent/program"], cwd=tmp_path, env=ENV, timeout_s=10)
+    assert not out.ok
+
+
+@pytest.mark.skipif("net" not in isolation_available(), reason="no network namespace here")
+def test_no_network(tmp_path):
+    code = ("import socket\ns = socket.socket()\ns.settimeout(3)\n"
+            "try:\n    s.connect(('1.1.1.1', 80)); print('connected')\n"
+            "except OSError as e:\n    print('refused', e)\n")
+    assert "refused" in run_py(tmp_path, code).stdout_tail
+
+
+@pytest.mark.skipif("mounts" not in isolation_available(), reason="no mount namespace here")
+def test_read_only_paths_with_a_writable_hole(tmp_path):
+    ro, hole = tmp_path / "ro", tmp_path / "ro" / "hole"
+    hole.mkdir(parents=True)
+    code = (f"import pathlib\nfor p in ({str(ro / 'a')!r}, {str(hole / 'b')!r}):\n"
+            "    try:\n        pathlib.Path(p).write_text('x'); print('wrote', p)\n"
+            "    except OSError as e:\n        print('denied', p)\n")
+    out = run_child([sys.executable, "-c", code], cwd=tmp_path / "scratch", env=ENV, timeout_s=20,
+                    readonly=[ro], writable=[hole])
+    assert f"denied {ro / 'a'}" in out.stdout_tail and f"wrote {hole / 'b'}" in out.stdout_tail
+    assert not (ro / "a").exists()
