@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 INDEX = "sweep.json"
 IGNORED_WHEN_MATCHING = {"concurrency", "log_format", "llm_timeout_s", "name", "out", "resume"}
+SET_BY_SWEEP = {"model", "problems", "seed", "feedback", "turns", "k", "name", "out", "resume"}
 
 
 class RefineAxes(BaseModel):
@@ -94,6 +95,12 @@ def expand(config: SweepConfig) -> list[PlannedRun]:
         raise ValueError("give sample.k or budget_match, not both")
     if config.budget_match and not (config.refine and config.sample is not None):
         raise ValueError("budget_match needs a refine section and a sample section")
+    for section, extra in (("settings", config.settings),
+                           ("refine", config.refine.model_extra if config.refine else {}),
+                           ("sample", config.sample.model_extra if config.sample else {})):
+        clash = sorted(SET_BY_SWEEP & set(extra or {}))
+        if clash:
+            raise ValueError(f"`{section}` may not set {clash}: the sweep's axes and --out do")
     ks = (config.refine.turns if config.budget_match else config.sample.k) if config.sample else []
     plan: list[PlannedRun] = []
     for model in config.models:

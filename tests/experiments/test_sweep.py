@@ -39,6 +39,8 @@ def test_expand_rejects_ambiguous_budget():
     with pytest.raises(ValueError):
         sweep.expand(_config(refine=None))
     assert len(sweep.expand(_config(budget_match=False, sample={"k": [1, 5]}))) == 6
+    with pytest.raises(ValueError, match="out"):
+        sweep.expand(_config(settings={"out": "elsewhere"}))
 
 
 class FakeRunner:
