@@ -51,6 +51,9 @@ class FeedbackMode(str, Enum):
         raise ValueError(f"unknown feedback mode {text!r}; expected one of "
                          f"{', '.join(m.value for m in cls)}")
 
+    def __str__(self) -> str:  # "G+E", not "FeedbackMode.G_E", wherever it is printed or stored
+        return self.value
+
     @property
     def evaluation(self) -> bool:
         return self is not FeedbackMode.G

@@ -75,8 +75,8 @@ class FakeOpenAIServer:
         self._stop = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="fake-openai-server")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True, name="fake-openai-server")
 
     @property
     def api_base(self) -> str:
@@ -96,7 +96,7 @@ class FakeOpenAIServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self):  # returns the started server itself
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -132,7 +132,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:  # keep test output quiet
             pass
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}"}}, {})

@@ -22,13 +22,18 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch prices at import
 
-import litellm  # noqa: E402
-import structlog  # noqa: E402
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt  # noqa: E402
-from tenacity import wait_exponential_jitter  # noqa: E402
+import litellm
+import structlog
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
-from agent.records import Usage  # noqa: E402
-from agent.replay import ReplayBook, ReplayError, ReplayKey  # noqa: E402
+from agent.records import Usage
+from agent.replay import ReplayBook, ReplayError, ReplayKey
 
 litellm.suppress_debug_info = True
 
@@ -73,8 +78,7 @@ _FATAL_REASONS: tuple[tuple[type[Exception], str], ...] = (
     (litellm.ContextWindowExceededError, "the prompt exceeds the model's context window"),
     (litellm.AuthenticationError, "authentication failed: check the provider's API key"),
     (litellm.PermissionDeniedError, "permission denied: the key may not use this model"),
-    (litellm.NotFoundError, "model not found: check the model string (provider/model) and "
-                            "api_base"),
+    (litellm.NotFoundError, "model not found: check the model string and api_base"),
     (litellm.UnprocessableEntityError, "the provider rejected the request as malformed"),
     (litellm.BadRequestError, "bad request: the provider rejected the request"),
 )
@@ -230,7 +234,7 @@ def _cost_usd(response: Any) -> float | None:
     """litellm's priced cost of RESPONSE, or None when the model is not in its table."""
     try:
         cost = litellm.completion_cost(completion_response=response)
-    except Exception:  # unmapped model, odd provider: unknown, never a guess
+    except Exception:  # noqa: BLE001 (unmapped model, odd provider: unknown, never a guess)
         return None
     return float(cost) if cost is not None else None
 
