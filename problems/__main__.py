@@ -67,7 +67,8 @@ def _inputs_cell(problem: Problem, size: str | None, errors: list[str]) -> str:
         return shapes if has_size else f"{shapes} (default)"
     except ProblemLoadError as exc:
         errors.append(str(exc))
-    except Exception as exc:  # get_inputs() may not run on the meta device; the table still prints
+    # get_inputs() may not run on the meta device (e.g. it calls .item()); the table still prints.
+    except Exception as exc:  # noqa: BLE001
         errors.append(f"{problem.origin}: inputs unknown on the meta device: "
                       f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
     return "?"

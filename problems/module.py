@@ -64,7 +64,7 @@ def load_module(problem: Problem, size: str | None = None) -> types.ModuleType:
     linecache.cache[filename] = (len(problem.source), None, problem.source.splitlines(True), filename)
     sys.modules[name] = module
     try:
-        exec(code, module.__dict__)
+        exec(code, module.__dict__)  # noqa: S102 - running the problem is this function's job
     except Exception as exc:  # anything the problem's top level raises is the problem's fault
         del sys.modules[name]
         raise ProblemLoadError(f"{_where(exc, filename)}: {_describe(exc)}") from exc

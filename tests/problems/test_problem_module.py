@@ -100,8 +100,8 @@ def test_preset_of_a_tuple_assigned_constant_is_an_error():
 
 @pytest.mark.parametrize("source, message", [
     ("import torch\nx = (\n", r"bad.py:2: syntax error"),
-    ("import kernelbench_no_such_module\n", r"bad.py:1: import error: No module named "
-                                            r"'kernelbench_no_such_module'"),
+    ("import kernelbench_no_such_module\n",
+     r"bad.py:1: import error: No module named 'kernelbench_no_such_module'"),
     ("import torch\n\n\nN = 1 / 0\n", r"bad.py:4: ZeroDivisionError: division by zero"),
     ("def get_inputs():\n    return []\n", r"bad.py: no Model, no get_init_inputs defined"),
     ("Model = 3\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n", r"bad.py: no Model"),

@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-BATCH = 16384
+BATCH = 32768
 FEATURES = 16384
 
 SIZES = {"small": {"BATCH": 32, "FEATURES": 256}}

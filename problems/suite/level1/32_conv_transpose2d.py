@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-BATCH = 16
+BATCH = 64
 IN_CHANNELS = 64
 OUT_CHANNELS = 32
 KERNEL = 4

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 16
+BATCH = 32
 IN_CHANNELS = 64
 OUT_CHANNELS = 32
 HEIGHT = 128

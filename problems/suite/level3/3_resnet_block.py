@@ -4,7 +4,7 @@
 import torch
 import torch.nn as nn
 
-BATCH = 32
+BATCH = 64
 IN_CHANNELS = 64
 OUT_CHANNELS = 128
 STRIDE = 2

@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 BATCH = 16
-SEQ = 256
+SEQ = 128
 DIM = 1024
 STATE = 16
 
