@@ -1,0 +1,1 @@
+"""Benchmarks of evaluation throughput (issue 7): compile_bench.py, throughput.py."""

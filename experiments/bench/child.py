@@ -1,0 +1,175 @@
+"""One benchmark measurement in a fresh process: build a candidate, and optionally evaluate it the
+stock way (one process per candidate, no cache), as KernelBench's own flow does.
+
+The parent side (`run_build_child`, `run_stock_eval_child`) starts the child through
+feedback.sandbox (the project's one process launcher) and reads its JSON result file.
+The child side is `python -m experiments.bench.child SPEC.json`.
+
+Stock evaluation = import the candidate (plain `load_inline`), then `correct_trials` comparisons
+with the reference on fresh inputs (KernelBench's tolerance, atol = rtol = 1e-2), then
+`timing_trials` timed calls of the candidate (CUDA events on a GPU, perf_counter on the CPU).
+It is the baseline of experiments/bench/throughput.py, not an evaluator to trust.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_build_child(candidate: Path, ext_dir: Path, fast: dict | None,
+                    arch: str | None, timeout_s: float = 1800) -> dict:
+    """Import `candidate` in a fresh process with TORCH_EXTENSIONS_DIR=`ext_dir`.
+
+    `fast` = feedback.fastbuild.FastBuild fields for the accelerated arm, None for stock.
+    Returns {ok, wall_s (the import), cpu_s (the process and its compilers), error, decision}.
+    """
+    return _run({"mode": "build", "candidate": str(candidate), "ext": str(ext_dir),
+                 "fast": fast, "arch": arch}, timeout_s)
+
+
+def run_stock_eval_child(candidate: Path, problem_path: Path, *, ext_dir: Path, size: str | None,
+                         device: str, correct_trials: int, timing_trials: int, arch: str | None,
+                         timeout_s: float = 1800) -> dict:
+    """Import (stock `load_inline`, building into `ext_dir` unless already built there) and
+    evaluate one candidate in one fresh process."""
+    return _run({"mode": "evaluate", "candidate": str(candidate), "ext": str(ext_dir), "fast": None,
+                 "arch": arch, "problem": str(problem_path), "size": size, "device": device,
+                 "correct_trials": correct_trials, "timing_trials": timing_trials}, timeout_s)
+
+
+def _run(spec: dict, timeout_s: float) -> dict:
+    from feedback.sandbox import run_child
+
+    with tempfile.TemporaryDirectory(prefix="kr-bench-child-") as tmp:
+        spec = dict(spec, result=str(Path(tmp) / "result.json"))
+        (Path(tmp) / "spec.json").write_text(json.dumps(spec))
+        env = {k: v for k, v in os.environ.items() if k != "TORCH_EXTENSIONS_DIR"}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+        start = time.monotonic()
+        outcome = run_child([sys.executable, "-m", "experiments.bench.child", str(Path(tmp) / "spec.json")],
+                            cwd=Path(tmp), env=env, timeout_s=timeout_s, isolate=False,
+                            max_output_bytes=None)  # a PCH is ~800 MB
+        try:
+            result = json.loads(Path(spec["result"]).read_text())
+        except (OSError, ValueError):
+            result = {"ok": False, "wall_s": None, "cpu_s": None,
+                      "error": f"child {outcome.describe(timeout_s)}: {outcome.stderr_tail[-2000:]}"}
+        result["process_s"] = round(time.monotonic() - start, 3)
+        return result
+
+
+def _cpu_s() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _child(spec: dict) -> dict:
+    os.environ["TORCH_EXTENSIONS_DIR"] = spec["ext"]
+    if spec.get("arch") and spec["fast"] is None:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = spec["arch"]
+    import importlib.util
+
+    import torch  # noqa: F401 - imported before the clock starts, as in the evaluator's child
+
+    if spec["fast"] is not None:
+        from feedback import fastbuild
+
+        fastbuild.install(**spec["fast"])
+    result: dict = {"ok": False, "error": None}
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    try:
+        loader = importlib.util.spec_from_file_location("_kr_bench_candidate", spec["candidate"])
+        module = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(module)
+        result["ok"] = True
+    except BaseException as exc:  # noqa: BLE001 - a failed build is a measurement too
+        result["error"] = f"{type(exc).__name__}: {str(exc)[-4000:]}"
+    result["wall_s"] = round(time.perf_counter() - t0, 3)
+    result["cpu_s"] = round(_cpu_s() - cpu0, 3)
+    result["decision"] = _decisions(Path(spec["ext"]))
+    if result["ok"] and spec["mode"] == "evaluate":
+        result.update(_evaluate(module, spec))
+    return result
+
+
+def _decisions(ext: Path) -> list[dict]:
+    """What fastbuild decided for each build directory (kr_fastbuild.json), if anything."""
+    found = []
+    for record in sorted(ext.glob("*/kr_fastbuild.json")):
+        try:
+            found.append({"dir": record.parent.name, **json.loads(record.read_text())})
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _evaluate(module, spec: dict) -> dict:
+    """KernelBench-style correctness and timing of an imported candidate (see module docstring)."""
+    import torch
+
+    from problems.loaders import load_file
+    from problems.module import load_module
+
+    out: dict = {"correct": False, "eval_error": None}
+    t0 = time.perf_counter()
+    try:
+        problem = load_module(load_file(Path(spec["problem"])), spec.get("size"))
+        device = torch.device(spec["device"])
+        init = problem.get_init_inputs()
+        torch.manual_seed(0)
+        ref = problem.Model(*init).to(device).eval()
+        torch.manual_seed(0)
+        new = module.ModelNew(*init).to(device).eval()
+        with torch.no_grad():
+            for trial in range(spec["correct_trials"]):
+                torch.manual_seed(1000 + trial)
+                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
+                          for x in problem.get_inputs()]
+                expected, got = ref(*inputs), new(*inputs)
+                if got.shape != expected.shape or not torch.allclose(got, expected, 1e-2, 1e-2):
+                    raise AssertionError(f"mismatch on trial {trial}")
+            out["correct"] = True
+            out["correct_s"] = round(time.perf_counter() - t0, 3)
+            t1 = time.perf_counter()
+            out["runtime_ms"] = _time_calls(new, inputs, spec["timing_trials"], device)
+            out["timing_s"] = round(time.perf_counter() - t1, 3)
+    except BaseException as exc:  # noqa: BLE001
+        out["eval_error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"
+    return out
+
+
+def _time_calls(model, inputs: list, trials: int, device) -> float:
+    """Median milliseconds of `trials` calls after 3 warm-ups."""
+    import statistics
+
+    import torch
+
+    for _ in range(3):
+        model(*inputs)
+    times = []
+    for _ in range(trials):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            model(*inputs)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t = time.perf_counter()
+            model(*inputs)
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+if __name__ == "__main__":
+    job = json.loads(Path(sys.argv[1]).read_text())
+    Path(job["result"]).write_text(json.dumps(_child(job)))

@@ -1,0 +1,156 @@
+"""Cold and cache-hit compile time of typical candidates: stock `load_inline` vs feedback.fastbuild.
+
+    python -m experiments.bench.compile_bench --backend cpp [--repeats 1] [--out FILE.json]
+    python -m experiments.bench.compile_bench --backend cuda --arch 9.0   # on the GPU machine
+
+Each build runs in a fresh process (as the evaluator's build child does) with a fresh
+TORCH_EXTENSIONS_DIR (cold), then once more in another fresh process over the same directory
+(cache hit: unchanged source). Stock and accelerated builds alternate, candidate by candidate, so
+both arms see the same machine load; wall and CPU seconds (compiler processes included) are
+recorded, since CPU seconds hardly move when other work shares the machine. Before the timed
+builds, one accelerated build per candidate creates its precompiled header (a one-off per flag
+set, reported as `pch_setup`).
+
+Stock = torch as installed, in this environment (if ccache is on PATH, torch uses it: the JSON
+says so). Where no GPU is visible, CUDA builds of both arms need `--arch` (torch cannot detect one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from experiments.bench.child import run_build_child
+
+CANDIDATES = Path(__file__).parent / "candidates"
+
+
+def measure(backend: str, candidates: list[Path], *, repeats: int, cache_dir: Path,
+            arch: str | None, ccache: str, jobs: int | None, stock_arch: str | None) -> dict:
+    """Every build of the benchmark, as plain data (see the module docstring)."""
+    fast = {"cache_dir": str(cache_dir), "arch": arch, "ccache": ccache, "jobs": jobs}
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="kr-bench-") as tmp:
+        work = Path(tmp)
+        setup = [dict(run_build_child(c, work / f"setup{i}", fast, stock_arch), candidate=c.name)
+                 for i, c in enumerate(candidates)]
+        for r in range(repeats):
+            for i, candidate in enumerate(candidates):
+                for arm, settings in (("stock", None), ("fast", fast)):
+                    ext = work / f"{arm}-{r}-{i}"
+                    cold = run_build_child(candidate, ext, settings, stock_arch)
+                    hit = run_build_child(candidate, ext, settings, stock_arch)
+                    runs.append({"candidate": candidate.name, "arm": arm, "repeat": r,
+                                 "cold": cold, "hit": hit})
+    return {"backend": backend, "machine": _machine(), "settings": fast,
+            "stock_arch": stock_arch, "pch_setup": setup, "runs": runs,
+            "summary": summarize(runs)}
+
+
+def summarize(runs: list[dict]) -> dict[str, dict[str, float | int | None]]:
+    """Per arm: medians of cold wall / CPU seconds and of cache-hit wall seconds."""
+    out: dict[str, dict[str, float | int | None]] = {}
+    for arm in ("stock", "fast"):
+        mine = [r for r in runs if r["arm"] == arm]
+        ok = [r for r in mine if r["cold"]["ok"] and r["hit"]["ok"]]
+
+        def med(stage: str, field: str, rows: list[dict] = ok) -> float | None:
+            values = [r[stage][field] for r in rows if r[stage][field] is not None]
+            return round(statistics.median(values), 2) if values else None
+
+        out[arm] = {"builds": len(mine), "failed": len(mine) - len(ok),
+                    "cold_wall_s": med("cold", "wall_s"), "cold_cpu_s": med("cold", "cpu_s"),
+                    "hit_wall_s": med("hit", "wall_s"), "hit_cpu_s": med("hit", "cpu_s")}
+    return out
+
+
+def markdown(result: dict) -> str:
+    """The short table docs/benchmarks.md quotes."""
+    s, f = result["summary"]["stock"], result["summary"]["fast"]
+
+    def cell(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.2f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}x" if a and b else "n/a"
+
+    rows = [("cold compile, wall s (median)", "cold_wall_s"),
+            ("cold compile, CPU s (median)", "cold_cpu_s"),
+            ("unchanged source (cache hit), wall s", "hit_wall_s")]
+    lines = [f"| {result['backend']} | stock | fastbuild | stock / fastbuild |", "|---|---|---|---|"]
+    lines += [f"| {name} | {cell(s[k])} | {cell(f[k])} | {ratio(s[k], f[k])} |" for name, k in rows]
+    setup = [r["wall_s"] for r in result["pch_setup"] if r["ok"]]
+    lines.append(f"\nbuilds per arm: {s['builds']} (failed: stock {s['failed']}, fastbuild "
+                 f"{f['failed']}); first accelerated build incl. PCH creation: "
+                 f"{', '.join(f'{x:.1f}' for x in setup) or 'n/a'} s; "
+                 f"machine: {result['machine']['cpus']} CPUs, load before "
+                 f"{result['machine']['load_before']}")
+    return "\n".join(lines)
+
+
+def _machine() -> dict:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "load_before": _load(),
+            "ccache_on_path": bool(__import__("shutil").which("ccache"))}
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backend", choices=["cpp", "cuda"], default="cpp")
+    parser.add_argument("--candidates", type=Path, default=None,
+                        help="folder of candidate files (default: experiments/bench/candidates/BACKEND)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=None, help="use the first N candidates")
+    parser.add_argument("--arch", default=None, help="TORCH_CUDA_ARCH_LIST of accelerated builds")
+    parser.add_argument("--stock-arch", default=None,
+                        help="TORCH_CUDA_ARCH_LIST of stock builds (default: torch detects the GPU; "
+                        "where none is visible, --arch)")
+    parser.add_argument("--ccache", default="auto", help="auto | off | PATH of a ccache binary")
+    parser.add_argument("--jobs", type=int, default=None, help="MAX_JOBS of accelerated builds")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="fastbuild cache (default: a fresh temporary folder)")
+    parser.add_argument("--out", type=Path, default=Path("compile_bench.json"))
+    args = parser.parse_args(argv)
+
+    folder = args.candidates or CANDIDATES / args.backend
+    candidates = sorted(folder.glob("*.py"))[: args.limit]
+    if not candidates:
+        parser.error(f"no candidates in {folder}")
+    stock_arch = args.stock_arch
+    if args.backend == "cuda" and stock_arch is None and not _gpu_visible():
+        stock_arch = args.arch
+    with tempfile.TemporaryDirectory(prefix="kr-bench-cache-") as fresh:
+        cache = args.cache or Path(fresh)
+        start = time.monotonic()
+        result = measure(args.backend, candidates, repeats=args.repeats, cache_dir=cache,
+                         arch=args.arch, ccache=args.ccache, jobs=args.jobs, stock_arch=stock_arch)
+    result["command"] = " ".join(["python -m experiments.bench.compile_bench", *(argv or sys.argv[1:])])
+    result["total_s"] = round(time.monotonic() - start, 1)
+    args.out.write_text(json.dumps(result, indent=1))
+    print(markdown(result))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def _gpu_visible() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.device_count() > 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
