@@ -12,6 +12,7 @@ from time import perf_counter
 
 import torch
 
+from feedback import fastbuild
 from feedback.job import WorkerJob, WorkerReport
 from feedback.result import Status
 from feedback.worker.caches import configure_environment
@@ -22,6 +23,7 @@ def run_job(job: WorkerJob) -> WorkerReport:
     """Dispatch on `job.kind`; never raises (except for interpreter-ending signals)."""
     start = perf_counter()
     configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
+    fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
     report = WorkerReport(nonce=job.nonce, status=Status.ok)
     try:
         _dispatch(job, report)
