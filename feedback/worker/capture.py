@@ -7,6 +7,7 @@ so swapping `sys.stdout` alone would miss exactly the output that explains a fai
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 import tempfile
@@ -29,15 +30,21 @@ def capture(scratch_dir: str | Path) -> Iterator[Captured]:
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     saved = [os.dup(1), os.dup(2)]
+    streams = sys.stdout, sys.stderr
     with tempfile.TemporaryFile(dir=scratch_dir) as sink:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
+        # Python-level writes too, in case sys.stdout is not fd 1 (a test runner's capture).
+        text = io.TextIOWrapper(io.FileIO(os.dup(sink.fileno()), "w"), write_through=True)
+        sys.stdout = sys.stderr = text
         try:
             yield result
         finally:
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
+            sys.stdout, sys.stderr = streams
+            text.close()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:

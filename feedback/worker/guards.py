@@ -24,7 +24,7 @@ from feedback.result import Status
 from feedback.worker.errors import JobFailure
 from feedback.worker.inputs import tensors
 
-POISON_MIN_BYTES = 64 << 20
+POISON_MIN_BYTES = {"cpu": 1 << 20, "cuda": 64 << 20}
 POISON_MAX_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}
 SMALL_BLOCK = 1 << 20  # the CUDA caching allocator's small-pool boundary
 SETTLE_S = 0.02
@@ -127,7 +127,7 @@ def poison_memory(device: torch.device, sizes: list[int], budget: int) -> None:
     and a spread of small ones (the small pool holds allocations under 1 MB).
     """
     kind = "cuda" if device.type == "cuda" else "cpu"
-    budget = min(max(budget, POISON_MIN_BYTES), POISON_MAX_BYTES[kind])
+    budget = min(max(budget, POISON_MIN_BYTES[kind]), POISON_MAX_BYTES[kind])
     if kind == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         budget = min(budget, free // 4)

@@ -1,0 +1,144 @@
+"""Reward-hacking candidates (issue 4) must be refused with a message naming the trick."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import GELU, MATMUL
+
+from feedback.result import Status
+
+RELU = """
+import torch, torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.rand(64, 128)]          # uniform [0, 1): relu is the identity here
+def get_init_inputs():
+    return []
+"""
+
+CHEATS = {
+    "returns its input": ("""
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x
+    """, "shares memory with input 0"),
+    "returns a view of its input": ("""
+        import torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x.view(x.shape)
+    """, "shares memory with input 0"),
+    "uses its input as scratch space": ("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                x.add_(1.0)
+                return torch.relu(x - 1.0)
+    """, "input 0 was modified in place"),
+    "writes into its input then copies": ("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                y = torch.relu(x)
+                x.mul_(0.5)
+                return y
+    """, "input 0 was modified in place"),
+    "expanded output": ("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                row = torch.relu(x[:1]).clone()
+                return row.expand_as(x)
+    """, "stride-0"),
+    "tensor subclass": ("""
+        import torch, torch.nn as nn
+        class Lazy(torch.Tensor):
+            pass
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return torch.relu(x).as_subclass(Lazy)
+    """, "torch.Tensor subclass"),
+    "parameter output": ("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return nn.Parameter(torch.relu(x))
+    """, "subclass"),
+    "background thread": ("""
+        import threading, time, torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                def work():
+                    time.sleep(0.2)
+                    out.copy_(torch.relu(x))
+                threading.Thread(target=work, name="sneaky").start()
+                return out
+    """, "background thread"),
+    "cached output buffer": ("""
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.out = None
+            def forward(self, x):
+                if self.out is None:
+                    self.out = torch.empty_like(x)
+                return torch.relu(x, out=self.out) if False else self.out.copy_(torch.relu(x))
+    """, "earlier call"),
+}
+
+
+@pytest.mark.parametrize("name", list(CHEATS))
+def test_cheat_is_a_guard_violation_naming_the_trick(kit, name):
+    candidate, words = CHEATS[name]
+    report = kit.run("correct", RELU, candidate)
+    assert report.status == Status.guard_violation, (name, report.status, report.message)
+    assert words in report.message, report.message
+
+
+def test_uninitialised_output_reads_poison_not_stale_answers(kit):
+    report = kit.run("correct", RELU, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                out[: x.shape[0] // 2] = torch.relu(x[: x.shape[0] // 2])   # partial write
+                return out
+    """)
+    assert report.status == Status.mismatch, report.message
+
+
+def test_honest_kernels_are_not_refused(kit):
+    # a contiguous copy of a transposed result and a fresh output: must pass every guard
+    report = kit.run("correct", MATMUL, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, a, b):
+                return (b.t() @ a.t()).t().contiguous()
+    """)
+    assert report.status == Status.ok, report.message
+    report = kit.run("correct", GELU, """
+        import math, torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    """)
+    assert report.status == Status.ok, report.message
+
+
+def test_a_joined_worker_thread_is_fine(kit):
+    report = kit.run("correct", RELU, """
+        import threading, torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                out = torch.empty_like(x)
+                t = threading.Thread(target=lambda: out.copy_(torch.relu(x)))
+                t.start()
+                t.join()
+                return out
+    """)
+    assert report.status == Status.ok, report.message

@@ -1,0 +1,73 @@
+"""The `time` job on the cpp backend (host wall-clock): statistics, baselines, replay defences."""
+
+from __future__ import annotations
+
+import torch
+from conftest import MATMUL
+
+from feedback.result import Status
+
+HONEST = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+"""
+
+
+def test_candidate_timing_statistics_are_sane(kit):
+    report = kit.run("time", MATMUL, HONEST, timing_trials=15, warmup=2, input_sets=3, cpu_threads=2)
+    assert report.status == Status.ok, report.message
+    t = report.timing
+    assert t.n == 15 and t.clock == "host_wall"
+    assert 0 < t.min_ms <= t.median_ms <= t.max_ms and t.min_ms <= t.mean_ms <= t.max_ms
+    assert t.std_ms >= 0 and report.noise is not None and report.noise >= 0
+    assert report.flops is None and torch.get_num_threads() == 2
+
+
+def test_eager_baseline_records_flops_and_minimum_bytes(kit):
+    report = kit.run("time", MATMUL, None, role="eager")
+    assert report.status == Status.ok, report.message
+    m, k, n = 32, 1024, 24
+    assert report.flops == 2 * m * k * n
+    assert report.min_bytes == 4 * (m * k + k * n + m * n)
+
+
+def test_a_failing_torch_compile_baseline_is_named_as_such(kit):
+    report = kit.run("time", MATMUL, None, role="compiled", compile_mode="no-such-mode")
+    assert report.status == Status.runtime_error
+    assert "torch.compile(mode='no-such-mode')" in report.message and "not the candidate" in report.message
+
+
+def test_results_replayed_by_shape_fail_the_recheck_of_timed_outputs(kit):
+    # correct on every fresh input set the first time, then replays the first answer
+    report = kit.run("time", MATMUL, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.memo = {}
+            def forward(self, a, b):
+                key = (tuple(a.shape), tuple(b.shape))
+                if key not in self.memo:
+                    self.memo[key] = a @ b
+                return self.memo[key].clone()
+    """)
+    assert report.status == Status.mismatch
+    assert "replayed or memoised" in report.message
+
+
+def test_results_replayed_by_pointer_are_refused(kit):
+    report = kit.run("time", MATMUL, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.memo = {}
+            def forward(self, a, b):
+                key = a.data_ptr()
+                if key not in self.memo:
+                    self.memo[key] = a @ b
+                return self.memo[key]
+    """)
+    assert report.status in (Status.guard_violation, Status.mismatch), report.message

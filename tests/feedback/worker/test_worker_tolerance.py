@@ -1,0 +1,93 @@
+"""The tolerance policies on hand-made outputs: honest reorderings pass, approximations do not."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from feedback.result import Status
+from feedback.worker.tolerance import compare, tolerance_for
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(1234)
+
+
+def _matmul_refs(m=64, k=4096, n=64):
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    return a, b, a @ b, a.double() @ b.double()
+
+
+def test_reordered_sums_pass_the_default_policy():
+    a, b, ref, ref64 = _matmul_refs()
+    split_k = sum(a[:, i:i + 512] @ b[i:i + 512] for i in range(a.shape[1] - 512, -1, -512))
+    assert compare(split_k, ref, ref64, "fp64-relative").ok
+    sequential = torch.zeros_like(ref)  # one long running sum, the least accurate honest order
+    for i in range(0, a.shape[1], 8):
+        sequential += a[:, i:i + 8] @ b[i:i + 8]
+    verdict = compare(sequential, ref, ref64, "fp64-relative")
+    assert verdict.ok and verdict.excess < 0.5, verdict.message
+    rows = torch.randn(32, 16384)
+    pairwise = rows.reshape(32, 128, 128).sum(2).sum(1)
+    assert compare(pairwise, rows.sum(1), rows.double().sum(1), "fp64-relative").ok
+
+
+def test_approximations_fail_the_default_policy():
+    a, b, ref, ref64 = _matmul_refs()
+    bf16 = (a.bfloat16() @ b.bfloat16()).float()
+    assert compare(bf16, ref, ref64, "fp64-relative").status == Status.mismatch
+    fp16_inputs = a.half().float() @ b.half().float()
+    assert not compare(fp16_inputs, ref, ref64, "fp64-relative").ok
+    x = torch.randn(128, 512)
+    gelu = torch.nn.functional.gelu
+    verdict = compare(gelu(x, approximate="tanh"), gelu(x), gelu(x.double()), "fp64-relative")
+    assert verdict.status == Status.mismatch and verdict.excess > 2
+
+
+def test_kernelbench_presets_use_published_numbers():
+    assert tolerance_for("kernelbench", torch.float32).atol == 1e-4
+    assert tolerance_for("kernelbench", torch.float16).rtol == 1e-2
+    assert tolerance_for("kernelbench-v0", torch.float32).atol == 1e-2
+    ref = torch.ones(10)
+    assert compare(ref + 1.5e-4, ref, None, "kernelbench").ok            # 1e-4 + 1e-4 * 1
+    assert not compare(ref + 3e-4, ref, None, "kernelbench").ok
+    assert compare(ref + 1e-2, ref, None, "kernelbench-v0").ok
+    with pytest.raises(ValueError):
+        tolerance_for("loose", torch.float32)
+
+
+def test_worst_element_and_statistics_are_reported():
+    ref = torch.zeros(4, 5)
+    got = ref.clone()
+    got[2, 3] = 0.5
+    verdict = compare(got, ref, ref.double(), "fp64-relative")
+    assert verdict.status == Status.mismatch
+    assert verdict.worst_index == [2, 3] and verdict.got == 0.5 and verdict.expected == 0.0
+    assert verdict.max_abs == 0.5 and math.isclose(verdict.mean_abs, 0.5 / 20)
+
+
+def test_non_finite_values_must_sit_where_the_reference_has_them():
+    ref = torch.tensor([1.0, float("nan"), float("inf")])
+    assert compare(ref.clone(), ref, ref.double(), "fp64-relative").ok
+    got = torch.tensor([float("nan"), float("nan"), float("inf")])
+    verdict = compare(got, ref, ref.double(), "fp64-relative")
+    assert verdict.status == Status.mismatch and "non-finite" in verdict.message
+    assert not compare(torch.tensor([1.0, float("nan"), -float("inf")]), ref, None, "kernelbench").ok
+
+
+def test_integers_compare_exactly_and_structures_must_agree():
+    ref = torch.tensor([1, 2, 3])
+    assert compare(ref.clone(), ref, None, "kernelbench-v0").ok
+    assert compare(torch.tensor([1, 2, 4]), ref, None, "kernelbench-v0").status == Status.mismatch
+    assert compare([ref], (ref,), None, "fp64-relative").ok
+    assert compare(ref, (ref, ref), None, "fp64-relative").status == Status.shape_mismatch
+    assert compare(ref.reshape(3, 1), ref, None, "fp64-relative").status == Status.shape_mismatch
+
+
+def test_missing_float64_reference_falls_back_to_kernelbench():
+    ref = torch.ones(3)
+    verdict = compare(ref + 5e-5, ref, None, "fp64-relative")
+    assert verdict.ok and verdict.notes and "kernelbench" in verdict.notes[0]
