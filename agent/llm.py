@@ -24,13 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch pri
 
 import litellm
 import structlog
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+import tenacity
 
 from agent.records import Usage
 from agent.replay import ReplayBook, ReplayError, ReplayKey
@@ -42,9 +36,9 @@ __all__ = ["Completion", "FatalLLMError", "LLMClient", "LLMError", "ReplayKey",
 
 MODEL_ENV = "KERNEL_REFINE_MODEL"
 REPLAY_PREFIX = "replay:"
+# litellm needs a provider even for `mock_response` (which sends nothing); the name is in no
+# price table, so replayed cost is None.
 REPLAY_LITELLM_MODEL = "openai/replay"
-"""What litellm is told for replayed calls: it needs a provider, and `mock_response` means no
-request is ever sent. Unknown to litellm's price table, so replayed cost is None."""
 REPLAY_LATENCY_ARG = "replay_latency_s"
 _RESERVED_ARGS = {"model", "messages", "stream", "n", "mock_response", "timeout", "num_retries",
                   "max_retries"}
@@ -88,10 +82,7 @@ _TRANSIENT = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionErro
 
 
 def _fatal_reason(error: BaseException) -> str | None:
-    for kind, reason in _FATAL_REASONS:
-        if isinstance(error, kind):
-            return reason
-    return None
+    return next((reason for kind, reason in _FATAL_REASONS if isinstance(error, kind)), None)
 
 
 def is_transient(error: BaseException) -> bool:
@@ -132,8 +123,8 @@ class LLMClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.replay = replay
-        self._backoff = wait_exponential_jitter(initial=backoff_initial_s, max=backoff_max_s,
-                                                jitter=backoff_initial_s)
+        self._backoff = tenacity.wait_exponential_jitter(
+            initial=backoff_initial_s, max=backoff_max_s, jitter=backoff_initial_s)
         self._backoff_max_s = backoff_max_s
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
@@ -141,12 +132,19 @@ class LLMClient:
     async def complete(self, messages: list[dict[str, str]], *, key: ReplayKey,
                        temperature: float | None = None) -> Completion:
         """One completion of MESSAGES (OpenAI-style). KEY picks the replayed response; real
-        models ignore it. Raises `FatalLLMError`, `RetriesExhaustedError` or `LLMError`."""
+        models ignore it, and replay ignores TEMPERATURE (None = the provider's default).
+
+        Raises:
+            FatalLLMError: auth, bad request, context window, unknown model: not retried.
+            RetriesExhaustedError: a transient failure outlived `max_retries` retries.
+            LLMError: anything else (a replay key that is not recorded, an unexpected error).
+        """
         start = time.monotonic()
         request = self._request(messages, ReplayKey(*key), temperature)
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
-            retry=retry_if_exception(is_transient), reraise=True, before_sleep=self._log_retry)
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.max_retries + 1), wait=self._wait,
+            retry=tenacity.retry_if_exception(is_transient), reraise=True,
+            before_sleep=self._log_retry)
         try:
             async for attempt in retrying:
                 with attempt:
@@ -181,12 +179,12 @@ class LLMClient:
             # litellm's own timeout bounds each read; this bounds the whole request.
             return await asyncio.wait_for(litellm.acompletion(**request), self.timeout_s)
 
-    def _wait(self, state: RetryCallState) -> float:
+    def _wait(self, state: tenacity.RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None
         hint = _retry_after_s(error) or 0.0
         return min(max(self._backoff(state), hint), max(self._backoff_max_s, 0.0))
 
-    def _log_retry(self, state: RetryCallState) -> None:
+    def _log_retry(self, state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         log.warning("llm.retry", model=self.model, attempt=state.attempt_number,
                     error=type(error).__name__, wait_s=round(state.upcoming_sleep, 3))
@@ -275,9 +273,23 @@ def make_client(model: str | None, *, llm_args: dict[str, Any] | None = None,
             replay = ReplayBook.load(model[len(REPLAY_PREFIX):])
         except ReplayError as e:
             raise LLMError(f"model {model!r}: {e}") from None
+    else:
+        _check_provider(model, args)
     return LLMClient(model, llm_args=args, concurrency=concurrency, timeout_s=timeout_s,
                      max_retries=max_retries, backoff_initial_s=backoff_initial_s,
                      backoff_max_s=backoff_max_s, replay=replay)
+
+
+def _check_provider(model: str, args: dict[str, Any]) -> None:
+    """Fail before the first turn, not at it, when litellm cannot route MODEL."""
+    try:
+        litellm.get_llm_provider(model, custom_llm_provider=args.get("custom_llm_provider"),
+                                 api_base=args.get("api_base"))
+    except Exception as e:  # litellm raises several kinds here
+        raise FatalLLMError(
+            f"model {model!r}: litellm cannot tell which provider serves it; write provider/model"
+            " (e.g. 'openai/gpt-4o', or 'hosted_vllm/NAME' with api_base=http://HOST:PORT/v1 "
+            f"for a local server) ({type(e).__name__})") from e
 
 
 def parse_llm_args(items: list[str] | None) -> dict[str, Any]:

@@ -177,7 +177,7 @@ def test_hardware_block_is_behind_a_flag():
     without = build_messages(PROBLEM, "cuda", [], "G", "last")[1]["content"]
     with_hw = build_messages(PROBLEM, "cuda", [], "G", "last", hardware=hardware)[1]["content"]
     assert "NVIDIA H200" not in without
-    for fact in ("GPU: NVIDIA H200", "streaming multiprocessors: 132", "4800 GB/s",
+    for fact in ("device: NVIDIA H200", "streaming multiprocessors: 132", "4800 GB/s",
                  "fp32 67 TFLOP/s, bf16 989 TFLOP/s", "clock mhz: 1980"):
         assert fact in with_hw
 

@@ -168,3 +168,9 @@ def test_llm_args_cannot_override_what_the_client_sets():
         make_client("openai/x", llm_args={"model": "other"})
     with pytest.raises(ValueError):
         make_client("openai/x", concurrency=0)
+
+
+def test_unroutable_model_string_fails_before_any_request():
+    with pytest.raises(FatalLLMError, match="provider/model"):
+        make_client("no-such-model-anywhere")
+    assert make_client("hosted_vllm/my-model", llm_args={"api_base": "http://127.0.0.1:1/v1"})
