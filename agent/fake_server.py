@@ -42,6 +42,8 @@ class Reply:
     error: dict[str, Any] | None = None
     """The `error` object of a non-200 body; a default for the status when None."""
     headers: dict[str, str] = field(default_factory=dict)
+    usage: bool = True
+    """Report token usage (word counts); some local servers send none."""
 
     @classmethod
     def ok(cls, content: str = "ok", delay_s: float = 0.0) -> Reply:
@@ -117,12 +119,14 @@ class FakeOpenAIServer:
 def _completion_body(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
     completion = len(reply.content.split())
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "fake-model"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": reply.content}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion}}
+    payload = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+               "model": body.get("model", "fake-model"),
+               "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": reply.content}}]}
+    if reply.usage:
+        payload["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                            "total_tokens": prompt + completion}
+    return payload
 
 
 def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:

@@ -31,7 +31,7 @@ from agent.replay import ReplayBook, ReplayError, ReplayKey
 
 litellm.suppress_debug_info = True
 
-__all__ = ["Completion", "FatalLLMError", "LLMClient", "LLMError", "ReplayKey",
+__all__ = ["Completion", "ContextWindowError", "FatalLLMError", "LLMClient", "LLMError", "ReplayKey",
            "RetriesExhaustedError", "make_client", "parse_llm_args", "resolve_model"]
 
 MODEL_ENV = "KERNEL_REFINE_MODEL"
@@ -52,6 +52,10 @@ class LLMError(RuntimeError):
 
 class FatalLLMError(LLMError):
     """A failure that retrying cannot fix (auth, bad request, context window, unknown model)."""
+
+
+class ContextWindowError(FatalLLMError):
+    """This prompt is too long for the model: fatal for its trajectory, not for the run."""
 
 
 class RetriesExhaustedError(LLMError):
@@ -182,7 +186,7 @@ class LLMClient:
     def _wait(self, state: tenacity.RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None
         hint = _retry_after_s(error) or 0.0
-        return min(max(self._backoff(state), hint), max(self._backoff_max_s, 0.0))
+        return min(max(self._backoff(state), hint), self._backoff_max_s)
 
     def _log_retry(self, state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
@@ -195,7 +199,9 @@ class LLMClient:
         detail = f"{type(error).__name__}: {str(error).strip()[:600]}"
         reason = _fatal_reason(error)
         if reason is not None:
-            return FatalLLMError(f"model {self.model!r}: {reason} ({detail})")
+            kind = (ContextWindowError if isinstance(error, litellm.ContextWindowExceededError)
+                    else FatalLLMError)
+            return kind(f"model {self.model!r}: {reason} ({detail})")
         if is_transient(error):
             if isinstance(error, asyncio.TimeoutError):
                 detail = f"no response within timeout_s={self.timeout_s}"
@@ -209,16 +215,18 @@ class LLMClient:
         text = getattr(choice.message, "content", None) or ""
         usage = getattr(response, "usage", None)
         if usage is None or not getattr(usage, "prompt_tokens", None):
-            # Some local servers omit usage: count the text with litellm's tokenizer instead.
+            # Some local servers omit usage: count the text with litellm's tokenizer instead,
+            # and price nothing (a cost from estimated tokens would be a guess).
             counted = _count_usage(self.model, messages, text)
             prompt, completion = counted["prompt_tokens"], counted["completion_tokens"]
+            cost = None
         else:
             prompt, completion = usage.prompt_tokens, usage.completion_tokens or 0
+            cost = _cost_usd(response)
         return Completion(
-            text=text,
-            usage=Usage(prompt_tokens=prompt, completion_tokens=completion,
-                        cost_usd=_cost_usd(response), latency_s=latency_s),
-            finish_reason=getattr(choice, "finish_reason", None))
+            text=text, finish_reason=getattr(choice, "finish_reason", None),
+            usage=Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost,
+                        latency_s=latency_s))
 
 
 def _count_usage(model: str, messages: list[dict[str, str]], text: str) -> dict[str, int]:

@@ -12,6 +12,7 @@ import pytest
 
 from agent.fake_server import FakeOpenAIServer, Reply
 from agent.llm import (
+    ContextWindowError,
     FatalLLMError,
     LLMClient,
     LLMError,
@@ -58,6 +59,7 @@ def test_fatal_error_fails_at_once_naming_model_and_reason(reply, reason):
         complete(server)
     assert server.request_count == 1
     assert "openai/fake-model" in str(caught.value) and reason in str(caught.value)
+    assert isinstance(caught.value, ContextWindowError) == (reason == "context window")
 
 
 def test_persistent_5xx_gives_up_after_max_retries():
@@ -111,6 +113,14 @@ def test_cost_comes_from_litellm_price_table_for_a_known_model():
     with FakeOpenAIServer([Reply.ok("a b c d e")]) as server:
         completion = complete(server, model="openai/gpt-4o")
     assert completion.usage.cost_usd is not None and completion.usage.cost_usd > 0
+
+
+def test_missing_usage_is_counted_from_the_text_and_not_priced():
+    reply = Reply(content="a b c d e " * 20, usage=False)
+    with FakeOpenAIServer([reply]) as server:
+        completion = complete(server, model="openai/gpt-4o")
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens >= 50
+    assert completion.usage.cost_usd is None
 
 
 def test_provider_options_and_temperature_pass_through():
