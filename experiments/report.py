@@ -50,8 +50,9 @@ def labels(runs: Sequence[Run]) -> list[str]:
     varying = [k for k in table[0] if len({str(t[k]) for t in table}) > 1] if table else []
     keys = varying or ["mode", "feedback", "budget"]
     names = [" ".join(str(t[k]) for k in keys if t[k]) for t in table]
-    if len(set(names)) < len(names):
-        names = [f"{n} [{r.record.run_id}]" for n, r in zip(names, runs)]
+    if len(set(names)) < len(names):  # alike in every setting: only the id tells them apart
+        names = [r.record.run_id for r in runs] if not varying else \
+            [f"{n} [{r.record.run_id}]" for n, r in zip(names, runs)]
     return names
 
 

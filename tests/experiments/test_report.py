@@ -88,3 +88,13 @@ def test_report_cli(fixture_runs, tmp_path, capsys):
                                                              "--resamples", "50"]) == 0
     assert (tmp_path / "r" / "report.html").is_file()
     assert "wrote" in capsys.readouterr().out
+
+
+def test_labels_name_what_differs(tmp_path, attempt, store_factory):
+    config = {"model": "fixture", "feedback": "G", "turns": 1, "problems": SPEC}
+    for name in ("a", "b"):
+        store_factory(tmp_path / name, "refine", config, [attempt()], run_id=f"id-{name}")
+    store_factory(tmp_path / "c", "refine", {**config, "feedback": "G+E"}, [attempt()], run_id="c")
+    alike = [load_run(tmp_path / n) for n in ("a", "b")]
+    assert report.labels(alike) == ["id-a", "id-b"]
+    assert report.labels(alike[:1] + [load_run(tmp_path / "c")]) == ["G", "G+E"]
