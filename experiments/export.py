@@ -60,7 +60,7 @@ def attempt_row(run: Run, key: tuple[str, int, int], a: Attempt | None) -> dict[
 
 def rows(run: Run) -> list[dict[str, Any]]:
     """Every asked-for attempt, in (problem, index, turn) order."""
-    return [attempt_row(run, key, run.grid.get(key)) for key in run.layout.keys()]
+    return [attempt_row(run, key, run.grid.get(key)) for key in run.layout.asked()]
 
 
 def write(table: list[dict[str, Any]], path: Path, fmt: str) -> Path:

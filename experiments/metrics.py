@@ -39,7 +39,7 @@ class Layout:
     indices: int
     turns: int
 
-    def keys(self) -> list[tuple[str, int, int]]:
+    def asked(self) -> list[tuple[str, int, int]]:
         return [(p, i, t) for p in self.problems for i in range(self.indices)
                 for t in range(self.turns)]
 
@@ -273,8 +273,8 @@ def _attempt_rate(grid: Grid, layout: Layout, ok: Callable[[Attempt | None], boo
     per = {q: float(np.mean([ok(grid.get((q, i, t))) for i in range(layout.indices)
                              for t in range(layout.turns)])) for q in layout.problems}
     score = summarize(per, resamples, seed)
-    hits = sum(ok(grid.get(key)) for key in layout.keys())
-    return Score(score.value, float(hits), len(layout.keys()), score.low, score.high)
+    hits = sum(ok(grid.get(key)) for key in layout.asked())
+    return Score(score.value, float(hits), len(layout.asked()), score.low, score.high)
 
 
 def compile_rate(grid: Grid, layout: Layout, resamples: int = 1000, seed: int = 0) -> Score:
@@ -289,5 +289,5 @@ def correct_rate(grid: Grid, layout: Layout, resamples: int = 1000, seed: int = 
 
 def status_counts(grid: Grid, layout: Layout, turn: int | None = None) -> Counter[str]:
     """Outcome of every asked-for attempt (optionally one turn only), `missing` included."""
-    return Counter(status_of(grid.get(key)) for key in layout.keys()
+    return Counter(status_of(grid.get(key)) for key in layout.asked()
                    if turn is None or key[2] == turn)

@@ -21,6 +21,7 @@ from feedback.result import EvalResult
 from problems.record import Problem
 
 Evaluate = Callable[[Problem, str, str, object], EvalResult]
+MACHINE_OPTIONS = {"device", "cache_dir", "arch", "profile"}
 
 
 def _problems(spec: str, wanted: set[str]) -> dict[str, Problem]:
@@ -70,7 +71,11 @@ def reevaluate(source_dir: Path, backend: str, out: Path | None = None, *,
         target = _create(source, backend, out or Path(source_dir).parent, size)
     attempts = source.attempts()
     problems = _problems(config.get("problems") or "", {a.candidate.problem_id for a in attempts})
-    options = EvalOptions(size=size)
+    # The source run's evaluator settings (tolerance, trials...) keep the two runs comparable;
+    # where things live on the old machine (device, cache) does not carry over.
+    inherited = {k: v for k, v in (config.get("eval_options") or {}).items()
+                 if k not in MACHINE_OPTIONS}
+    options = EvalOptions(**{**inherited, "size": size})
     run_id, done = target.record().run_id, target.done_keys()
     for n, old in enumerate(attempts, 1):
         c = old.candidate

@@ -186,7 +186,7 @@ def run_rows(runs, names) -> list[list[object]]:
                      c.get("feedback") if run.mode == "refine" else "-", run.budget_size,
                      run.layout.indices if run.mode == "refine" else "-", c.get("backend"),
                      c.get("size"), len(run.layout.problems),
-                     f"{len(set(run.grid) & set(run.layout.keys()))}/{len(run.layout.keys())}",
+                     f"{len(set(run.grid) & set(run.layout.asked()))}/{len(run.layout.asked())}",
                      ", ".join(run.devices()) or "-",
                      (run.record.git_commit or "?")[:10] + ("+dirty" if run.record.git_dirty
                                                             else "")])

@@ -80,7 +80,7 @@ def selected_problems(spec: str | None) -> tuple[dict[str, int], str | None]:
         from problems.spec import select
 
         return {p.id: p.level for p in select(spec).problems}, None
-    except Exception as exc:  # a path of another machine, or problems/ not installed
+    except Exception as exc:  # noqa: BLE001 - a path of another machine, a broken install
         return {}, f"problem spec {spec!r} not resolved here ({exc}); using problems in the store"
 
 
@@ -117,7 +117,7 @@ def load_run(path: Path) -> Run:
     for problem_id, _, _ in grid:
         levels.setdefault(problem_id, level_of(problem_id))
     layout, more = layout_of(record, tuple(levels), set(grid))
-    extra = sorted(set(grid) - set(layout.keys()))
+    extra = sorted(set(grid) - set(layout.asked()))
     if extra:
         more.append(f"{len(extra)} stored attempts lie outside the asked-for grid and are ignored")
     return Run(Path(path), record, layout, grid, levels, tuple(notes + more), why is None)
@@ -126,4 +126,4 @@ def load_run(path: Path) -> Run:
 def finished(path: Path) -> bool:
     """Whether every asked-for attempt of a run is stored (an unresolvable spec counts as not)."""
     run = load_run(path)
-    return run.selection_resolved and set(run.layout.keys()) <= set(run.grid)
+    return run.selection_resolved and set(run.layout.asked()) <= set(run.grid)

@@ -188,7 +188,7 @@ def execute(plan: list[PlannedRun], out: Path, runner: Runner = run_agent,
             print(f"[sweep] {action} {run.name}", file=sys.stderr, flush=True)
             try:
                 entry["path"] = str(runner(run, out, path))
-            except Exception as exc:  # recorded, and the sweep continues with the next run
+            except Exception as exc:  # noqa: BLE001 - recorded; the sweep goes on
                 entry["error"] = f"{type(exc).__name__}: {exc}"
                 found = find_run_dir(out, run.stem)
                 entry["path"] = str(found) if found else entry["path"]

@@ -36,6 +36,6 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     """A GitHub-flavoured Markdown table with cells formatted by `fmt`."""
     cells = [[fmt(c) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = lambda items: "| " + " | ".join(s.ljust(w) for s, w in zip(items, widths)) + " |"  # noqa: E731
+    line = lambda items: "| " + " | ".join(s.ljust(w) for s, w in zip(items, widths)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(headers), sep] + [line(r) for r in cells])

@@ -22,6 +22,7 @@ class FakeEvaluate:
         if self.die_after is not None and len(self.calls) == self.die_after:
             raise KeyboardInterrupt  # a kill, not an evaluator result
         self.calls.append((problem.id, code, backend, options.size))
+        self.options = options
         return self.make(problem.id, eager=1.0).result.model_copy(update={"backend": backend})
 
 
@@ -31,7 +32,9 @@ def source(tmp_path, attempt, store_factory):
                 attempt(RELU, 0, 1, eager=2.0, code="v1"),
                 attempt(GEMM, 0, 0, status="no_code")]
     store_factory(tmp_path / "src", "refine", {"name": "demo", "problems": SPEC, "turns": 2,
-                                               "backend": "cpp", "size": "small"}, attempts,
+                                               "backend": "cpp", "size": "small",
+                                               "eval_options": {"timing_trials": 7,
+                                                                "device": "cuda:3"}}, attempts,
                   run_id="src-run")
     return tmp_path / "src"
 
@@ -47,6 +50,7 @@ def test_reevaluate_every_kernel_and_resume(source, tmp_path, attempt):
     assert path == partial
     assert dying.calls + finishing.calls == [(RELU, "v0", "cuda", "small"),
                                              (RELU, "v1", "cuda", "small")]  # no LLM, no redo
+    assert (finishing.options.timing_trials, finishing.options.device) == (7, "cuda:0")
     run = load_run(path)
     assert run.config["backend"] == "cuda" and run.config["source_run_id"] == "src-run"
     assert run.config["reevaluated_from"] == str(source)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import matplotlib.image as mpimg
 import numpy as np
 import pytest

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from agent.records import RunRecord
 from agent.store import RunStore, new_run_dir
 from experiments import runs, sweep

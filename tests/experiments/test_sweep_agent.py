@@ -21,7 +21,7 @@ import yaml
 pytest.importorskip("agent.refine")
 pytest.importorskip("agent.sample")
 
-from experiments import report, runs, sweep  # noqa: E402
+from experiments import report, runs, sweep
 
 PROBLEM = "level1/19_relu"
 
