@@ -29,6 +29,13 @@ class Budget:
     def tokens(self) -> float:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def dollars_text(self) -> str:
+        """The dollar figure for a table: unknown prices are said, never shown as zero."""
+        if self.dollars is None:
+            return f"unknown ({self.unpriced_calls} unpriced calls)"
+        return f"{self.dollars:.4f}"
+
 
 def spend(attempts: Iterable[Attempt]) -> Budget:
     """Sum of the calls, tokens, dollars and GPU-seconds of these attempts."""

@@ -98,9 +98,9 @@ def budget_rows(runs, names) -> list[list[object]]:
     rows = []
     for run, name in zip(runs, names):
         b = spend(run.attempts())
-        dollars = b.dollars if b.dollars is not None else f"unknown ({b.unpriced_calls} unpriced)"
         rows.append([name, run.mode, run.budget_size, len(run.layout.problems), b.calls,
-                     b.prompt_tokens, b.completion_tokens, dollars, round(b.gpu_seconds, 1)])
+                     b.prompt_tokens, b.completion_tokens, b.dollars_text,
+                     round(b.gpu_seconds, 1)])
     return rows
 
 

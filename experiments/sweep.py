@@ -223,7 +223,7 @@ def budget_table(entries: list[dict[str, Any]]) -> str:
         b = spend(load_run(Path(e["path"])).attempts())
         state = "failed" if e["error"] else e["action"] + ("" if e["complete"] else ", incomplete")
         rows.append([e["name"], e["mode"], size, b.calls, b.prompt_tokens, b.completion_tokens,
-                     b.dollars, round(b.gpu_seconds, 1), state])
+                     b.dollars_text, round(b.gpu_seconds, 1), state])
     headers = ["run", "mode", "N or k", "LLM calls", "prompt tokens", "completion tokens",
                "dollars", "GPU-seconds", "this sweep"]
     return markdown_table(headers, rows)

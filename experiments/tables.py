@@ -13,7 +13,7 @@ def fmt(value: object, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.{digits}g}" if abs(value) >= 1000 else f"{value:.{digits}f}"
+        return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.{digits}f}"
     return str(value)
 
 

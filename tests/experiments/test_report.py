@@ -78,7 +78,7 @@ def test_report_figures_and_tables(fixture_runs, tmp_path):
     assert m.fast_p_final(gep.grid, gep.layout, 1.0).value == 1.0
     # G: a: 0.6..0.8 no; b: 0.7, 0.9 no; c: 0.8, (missing), 1.4 -> yes = 1/3.
     assert m.fast_p_final(runs[0].grid, runs[0].layout, 1.0).value == pytest.approx(1 / 3)
-    assert "missing" in md and "unknown (1 unpriced)" in md
+    assert "missing" in md and "unknown (1 unpriced calls)" in md
 
 
 def test_report_cli(fixture_runs, tmp_path, capsys):
