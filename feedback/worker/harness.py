@@ -40,6 +40,7 @@ class Harness:
     reproducible: bool
     reference64: torch.nn.Module | None = None
     candidate: torch.nn.Module | None = None
+    candidate_module: types.ModuleType | None = None
     threads: guards.ThreadCount | None = None
     snapshot: tamper.Snapshot | None = None
     notes: list[str] = field(default_factory=list)
@@ -96,7 +97,7 @@ def _float64_twin(h: Harness) -> torch.nn.Module | None:
 def _load_candidate(h: Harness) -> None:
     h.threads = guards.ThreadCount()
     h.snapshot = tamper.Snapshot([("problem", h.problem)] + tamper.model_namespaces(h.reference, "problem"))
-    module = loading.import_candidate(h.job.candidate_path)
+    module = h.candidate_module = loading.import_candidate(h.job.candidate_path)
     check_integrity(h, "after the candidate's import")
     h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device)
     check_integrity(h, "after ModelNew() was built")

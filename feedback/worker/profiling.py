@@ -12,7 +12,7 @@ Which rows are the candidate's own (`ProfileRow.own`), the heuristic:
   candidate's source; a Triton kernel's name is its `@triton.jit` function's; a CUDA kernel's is
   its `__global__` function's. Kernels named through macros are missed (counted as not own).
 - cpp: the functions of the candidate's compiled extensions (extension modules loaded from the
-  extensions directory) are wrapped in `record_function("own:<module>.<function>")` for this job
+  extensions directory, found in the candidate's globals, classes and instances) are wrapped in `record_function("own:<module>.<function>")` for this job
   only, so their self CPU time is a row of its own; custom operators registered under a namespace
   that occurs in the candidate's source (`myns::op`, not aten/prim) are own too. A candidate that
   kept a direct reference to an extension function before the wrapping is not attributed.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ def run_profile(job: WorkerJob) -> Profile:
         return breakdown(_events(h, h.reference, args), device_rows, own=lambda name: False, mark=False)
     source = Path(job.candidate_path).read_text(errors="replace")
     identifiers = set(re.findall(r"[A-Za-z_]\w*", source))
-    wrapped = _wrap_extensions(job.extensions_dir)
+    wrapped = _wrap_extensions(job.extensions_dir, _namespaces(h))
     try:
         events = _events(h, h.candidate, args)
     finally:
@@ -117,14 +118,28 @@ def _base_name(kernel: str) -> str:
     return name.rsplit("::", 1)[-1].split(" ")[-1]
 
 
-def _wrap_extensions(extensions_dir: str) -> list[tuple[Any, str, Any]]:
+def _namespaces(h: Harness) -> list[dict[str, Any]]:
+    """Where a candidate keeps its extension modules: its module globals, its classes, instances.
+
+    (torch's loader does not register extensions in `sys.modules`, so they are found by reference.)
+    """
+    spaces = [vars(h.candidate_module)] if h.candidate_module is not None else []
+    for module in h.candidate.modules():
+        spaces += [vars(module)] + [vars(cls) for cls in type(module).__mro__]
+    return spaces + [dict(sys.modules)]
+
+
+def _wrap_extensions(extensions_dir: str, spaces: list[dict[str, Any]]) -> list[tuple[Any, str, Any]]:
     """Wrap every function of the extension modules loaded from `extensions_dir` (see docstring)."""
     root = os.path.realpath(extensions_dir)
+    found: dict[int, Any] = {}
+    for space in spaces:
+        for value in list(space.values()):
+            path = getattr(value, "__file__", None) if isinstance(value, types.ModuleType) else None
+            if path and path.endswith(".so") and os.path.realpath(path).startswith(root + os.sep):
+                found[id(value)] = value
     wrapped = []
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None) or ""
-        if not path.endswith(".so") or not os.path.realpath(path).startswith(root + os.sep):
-            continue
+    for module in found.values():
         for name, value in list(vars(module).items()):
             if callable(value) and not isinstance(value, type) and not name.startswith("_"):
                 wrapped.append((module, name, value))

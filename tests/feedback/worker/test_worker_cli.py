@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import GELU, MATMUL, REPO
+from workerkit import GELU, MATMUL, REPO
 
 from feedback.result import Status
 

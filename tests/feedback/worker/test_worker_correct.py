@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import GELU, LINEAR, MATMUL
+from workerkit import GELU, LINEAR, MATMUL
 
 from feedback.result import Status
 

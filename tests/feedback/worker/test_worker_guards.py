@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import GELU, MATMUL
+from workerkit import GELU, MATMUL
 
 from feedback.result import Status
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import MATMUL
+from workerkit import MATMUL
 
 from feedback.result import Status
 from feedback.worker.profiling import _base_name, breakdown

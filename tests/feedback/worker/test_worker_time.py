@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from conftest import MATMUL
+from workerkit import MATMUL
 
 from feedback.result import Status
 
