@@ -20,13 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from feedback import cache
 from feedback.environment import cuda_arch, toolchain
-from feedback.job import WorkerJob, WorkerReport, launch
+from feedback.job import BUILD_FILE_BYTES, WorkerJob, WorkerReport, launch
 from feedback.messages import bound, clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import Status
 from problems.record import Problem
 
-BUILD_OUTPUT_BYTES = 4 * 1024 ** 3  # RLIMIT_FSIZE of a build: objects and .so files are large
 LOG_CHARS = 16_000
 
 
@@ -103,7 +102,7 @@ def _build(problem: Problem, backend: Backend, options: EvalOptions,
     paths.extensions_dir.mkdir(parents=True, exist_ok=True)
     run = launch("build", problem, backend, options, candidate=paths.candidate,
                  extensions_dir=paths.extensions_dir, arch=paths.arch, gpu_index=None,
-                 timeout_s=options.compile_timeout_s, max_output_bytes=BUILD_OUTPUT_BYTES)
+                 timeout_s=options.compile_timeout_s, max_output_bytes=BUILD_FILE_BYTES)
     names = path_names(paths)
     raw_log = "\n".join(t for t in (run.outcome.stdout_tail, run.outcome.stderr_tail) if t.strip())
     log = bound(clean_message(raw_log, names, max_lines=400), 400, LOG_CHARS, keep="tail")

@@ -25,7 +25,7 @@ import torch
 from feedback import cache
 from feedback.compile import BuildPaths, compile_candidate, locate, path_names
 from feedback.environment import device_index, host_environment, roofline
-from feedback.job import JobRun, WorkerReport, launch
+from feedback.job import BUILD_FILE_BYTES, RUN_FILE_BYTES, JobRun, WorkerReport, launch
 from feedback.messages import clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import EvalResult, Status
@@ -52,7 +52,8 @@ def _run(kind: str, role: str, problem: Problem, backend: Backend, options: Eval
                   candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
                   arch=paths.arch if paths is not None else None,
                   gpu_index=device_index(options.device) if gpu else None,
-                  timeout_s=options.run_timeout_s, writable=[root / "inductor"], device_lock=lock)
+                  timeout_s=options.run_timeout_s, writable=[root / "inductor"], device_lock=lock,
+                  max_output_bytes=RUN_FILE_BYTES if role == "candidate" else BUILD_FILE_BYTES)
 
 
 def _fail(result: EvalResult, stage: str, report: WorkerReport, names: dict[str, str],

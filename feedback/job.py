@@ -8,6 +8,7 @@ echo the job's nonce, or the parent treats it as forged.
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import shutil
 import sys
@@ -63,6 +64,12 @@ class WorkerReport(BaseModel):
     seconds: float = 0.0
 
 
+RUN_FILE_BYTES = 256 * 1024 ** 2
+"""RLIMIT_FSIZE of a child running candidate code: its stdout and any file it writes."""
+BUILD_FILE_BYTES = 4 * 1024 ** 3
+"""RLIMIT_FSIZE of builds and baselines: objects, .so files and Inductor's precompiled headers."""
+
+
 class JobRun(BaseModel):
     """A job's report as the parent accepts it, with how the child ended."""
 
@@ -81,7 +88,7 @@ def worker_entry() -> list[str]:
 
 
 def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
-            memory_mb: int | None, max_output_bytes: int | None = 64 * 1024 * 1024,
+            memory_mb: int | None, max_output_bytes: int | None = RUN_FILE_BYTES,
             readonly: Sequence[Path] = (), writable: Sequence[Path] = ()) -> JobRun:
     """Write the job, run the worker in the sandbox, and read back a report it can trust.
 
@@ -109,7 +116,7 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
 def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
            role: str = "candidate", candidate: Path | None, extensions_dir: Path,
            arch: str | None, gpu_index: int | None, timeout_s: float,
-           max_output_bytes: int | None = 64 * 1024 * 1024, writable: Sequence[Path] = (),
+           max_output_bytes: int | None = RUN_FILE_BYTES, writable: Sequence[Path] = (),
            device_lock: Path | None = None) -> JobRun:
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
@@ -149,19 +156,25 @@ def _read_report(path: Path, nonce: str) -> WorkerReport | None:
 def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
                     memory_mb: int | None, had_report: bool) -> WorkerReport:
     """The report the parent writes for a child that did not deliver a trustworthy one."""
-    what = f"the {job.kind} child"
+    what = {"build": "the build", "correct": "the correctness run", "time": "the timing run",
+            "profile": "the profiling run"}.get(job.kind, f"the {job.kind} job")
     if outcome.timed_out:
         status, text = Status.timeout, f"{what} {outcome.describe(timeout_s)}"
     elif outcome.ok:
         status = Status.runtime_error
-        text = (f"forged or missing result: {what} exited 0 without a valid report "
+        text = (f"forged or missing result: {what} exited with status 0 without a valid report "
                 "(did the candidate exit early or write its own result?)")
     else:
         status = Status.runtime_error
         text = f"{what} {outcome.describe(timeout_s, memory_mb)}"
         if had_report:
             text += " after writing its report (results of a crashing process are not trusted)"
-    tail = outcome.stderr_tail.strip() or outcome.stdout_tail.strip()
+    tail = _drop_logging(outcome.stderr_tail) or _drop_logging(outcome.stdout_tail)
     if tail:
         text += f"\n{tail}"
     return WorkerReport(nonce=job.nonce, status=status, message=text, seconds=outcome.wall_s)
+
+
+def _drop_logging(text: str) -> str:
+    """The output without torch's own glog-style info/warning lines (`W1129 13:46:30.59 ...`)."""
+    return "\n".join(ln for ln in text.splitlines() if not re.match(r"[IW]\d{4} \d\d:", ln)).strip()

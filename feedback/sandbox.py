@@ -22,6 +22,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 TAIL_BYTES = 64 * 1024
+SIGNAL_MEANING = {
+    "SIGSEGV": " (segmentation fault: an invalid memory access in native code)",
+    "SIGBUS": " (bus error: a misaligned or unmapped memory access)",
+    "SIGFPE": " (arithmetic fault, e.g. an integer division by zero)",
+    "SIGILL": " (illegal instruction)", "SIGABRT": " (aborted, e.g. a failed assertion)",
+    "SIGXCPU": " (CPU-time limit)", "SIGXFSZ": " (file/output size limit)",
+    "SIGKILL": " (killed, possibly by the kernel for lack of memory)",
+}
 POLL_S = 0.1
 # Capabilities dropped from the child (root in CI): no remounting, no module loading, no ptrace
 # of the evaluator, no raw network access.
@@ -50,15 +58,13 @@ class ChildOutcome(BaseModel):
         return self.returncode == 0 and not self.timed_out and not self.memory_exceeded
 
     def describe(self, timeout_s: float | None = None, memory_mb: int | None = None) -> str:
-        """One line a person (or a model) can act on."""
+        """What happened, as the predicate of a sentence a person (or a model) can act on."""
         if self.timed_out:
-            return f"timed out after {timeout_s or self.wall_s:.0f} s (process group killed)"
+            return f"timed out after {timeout_s or self.wall_s:.0f} s (its processes were killed)"
         if self.memory_exceeded:
-            return f"exceeded the memory limit ({memory_mb} MB resident); killed"
+            return f"exceeded the memory limit ({memory_mb} MB resident) and was killed"
         if self.signal:
-            extra = {"SIGXCPU": " (CPU-time limit)", "SIGXFSZ": " (output/file size limit)",
-                     "SIGKILL": " (killed; possibly out of memory)"}.get(self.signal, "")
-            return f"killed by signal {self.signal}{extra}"
+            return f"was killed by signal {self.signal}{SIGNAL_MEANING.get(self.signal, '')}"
         return f"exited with status {self.returncode}"
 
 

@@ -37,7 +37,7 @@ torch::Tensor crash(torch::Tensor x) {
 }
 torch::Tensor hang(torch::Tensor x) { volatile bool go = true; while (go) {} return x; }
 torch::Tensor leave(torch::Tensor x) { std::exit(0); return x; }
-torch::Tensor hog(torch::Tensor x) { return torch::empty({int64_t(1) << 36}, x.options()); }
+torch::Tensor hog(torch::Tensor x) { return torch::ones({int64_t(3) << 28}, x.options()); }  // 3 GiB
 '''
 CPP_FUNCTIONS = ["relu", "relu_wrong", "relu_flat", "crash", "hang", "leave", "hog"]
 

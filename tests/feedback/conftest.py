@@ -1,0 +1,38 @@
+"""Shared fixtures of the evaluator tests: one compile cache for the whole run, the ReLU problem.
+
+The cache is KERNEL_REFINE_CACHE when set (CI points it at one directory for the whole run), else
+the evaluator's default cache, so builds are shared between tests and between runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from feedback.options import EvalOptions, default_cache_dir
+from problems.record import Problem
+from problems.spec import select
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/feedback/candidates.py
+
+
+@pytest.fixture(scope="session")
+def cache_dir() -> Path:
+    path = default_cache_dir()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def relu() -> Problem:
+    """level1/19 (ReLU on signed inputs, so ReLU is not the identity); tests use its small size."""
+    return select("suite:level1/19").problems[0]
+
+
+@pytest.fixture(scope="session")
+def fast_options(cache_dir) -> EvalOptions:
+    """Small size, few timed trials: the statuses are the point here, not the numbers."""
+    return EvalOptions(size="small", cache_dir=cache_dir, timing_trials=20, warmup=2,
+                       run_timeout_s=120, device="cuda:0")
