@@ -124,7 +124,9 @@ def child_env(*, scratch: Path, extensions_dir: Path | None, gpu_index: int | No
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("CUDA_HOME", "/usr/local/cuda")
-    env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONPATH=str(REPO_ROOT),
+    # the children import what the parent imports: the project first, then the parent's path
+    pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p)
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), PYTHONPATH=pythonpath,
                PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", OMP_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), MAX_JOBS=str(max(1, os.cpu_count() or 1)),
                CUDA_VISIBLE_DEVICES="" if gpu_index is None else str(gpu_index),

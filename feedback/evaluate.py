@@ -58,8 +58,12 @@ def _run(kind: str, role: str, problem: Problem, backend: Backend, options: Eval
 
 def _fail(result: EvalResult, stage: str, report: WorkerReport, names: dict[str, str],
           seconds: float) -> EvalResult:
+    status = report.status
+    if result.backend == "triton" and status == Status.runtime_error \
+            and "CompilationError" in report.message:
+        status = Status.compile_error  # Triton compiles at the first launch, in this child
     return result.model_copy(update={
-        "status": report.status, "stage": stage, "message": clean_message(report.message, names),
+        "status": status, "stage": stage, "message": clean_message(report.message, names),
         "correctness": report.correctness or result.correctness,
         "warnings": _merge(result.warnings, report.warnings),
         "stage_seconds": {**result.stage_seconds, stage: seconds}})

@@ -63,29 +63,36 @@ def cpp_candidate(call: str = "relu", source: str = OPS_CPP, functions: list[str
 
 OPS_CUDA = r'''
 #include <torch/extension.h>
+#include <cstdlib>
 
-__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+__global__ void map_kernel(const float* x, float* y, int64_t n, float slope, int64_t offset) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+    if (i < n) y[i + offset] = x[i] > 0.f ? x[i] : slope * x[i];
 }
-__global__ void wild_kernel(const float* x, float* y, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) y[i + (int64_t(1) << 40)] = x[i];  // far outside any allocation
-}
-static torch::Tensor launch(torch::Tensor x, bool wild) {
+__global__ void spin_kernel(volatile int* flag) { while (*flag == 0) {} }
+
+static torch::Tensor map(torch::Tensor x, float slope, int64_t offset) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
     int64_t n = xc.numel();
     int threads = 256;
     int blocks = (int)((n + threads - 1) / threads);
-    if (wild) wild_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
-    else relu_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    map_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n, slope, offset);
     return y;
 }
-torch::Tensor relu(torch::Tensor x) { return launch(x, false); }
-torch::Tensor wild(torch::Tensor x) { return launch(x, true); }
+torch::Tensor relu(torch::Tensor x) { return map(x, 0.f, 0); }
+torch::Tensor relu_wrong(torch::Tensor x) { return map(x, 0.1f, 0); }
+torch::Tensor relu_flat(torch::Tensor x) { return map(x, 0.f, 0).reshape({-1}); }
+torch::Tensor wild(torch::Tensor x) { return map(x, 0.f, int64_t(1) << 40); }  // illegal address
+torch::Tensor hang(torch::Tensor x) {
+    auto flag = torch::zeros({1}, x.options().dtype(torch::kInt32));
+    spin_kernel<<<1, 1>>>(flag.data_ptr<int>());
+    return x;
+}
+torch::Tensor leave(torch::Tensor x) { std::exit(0); return x; }
 '''
-CUDA_DECLS = "torch::Tensor relu(torch::Tensor x);\ntorch::Tensor wild(torch::Tensor x);"
+CUDA_FUNCTIONS = ["relu", "relu_wrong", "relu_flat", "wild", "hang", "leave"]
+CUDA_DECLS = "\n".join(f"torch::Tensor {f}(torch::Tensor x);" for f in CUDA_FUNCTIONS)
 
 BROKEN_CUDA = r'''
 #include <torch/extension.h>
@@ -100,7 +107,7 @@ torch::Tensor relu(torch::Tensor x) { return x; }
 def cuda_candidate(call: str = "relu", source: str = OPS_CUDA, extra: str = "") -> str:
     """A cuda candidate whose forward returns `ops.<call>(x)`."""
     decls = CUDA_DECLS if source is OPS_CUDA else "torch::Tensor relu(torch::Tensor x);"
-    functions = ["relu", "wild"] if source is OPS_CUDA else ["relu"]
+    functions = CUDA_FUNCTIONS if source is OPS_CUDA else ["relu"]
     return (HEADER + f"\nSOURCE = r'''{source}'''\n\n"
             f"ops = load_inline(name='kr_test_cuda_ops', cpp_sources={decls!r}, "
             f"cuda_sources=SOURCE, functions={functions!r})\n\n\n"
@@ -110,6 +117,7 @@ def cuda_candidate(call: str = "relu", source: str = OPS_CUDA, extra: str = "") 
 
 
 TRITON_CANDIDATE = '''\
+import os
 import torch
 import torch.nn as nn
 import triton
@@ -117,11 +125,17 @@ import triton.language as tl
 
 
 @triton.jit
-def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def relu_kernel(x_ptr, y_ptr, n, slope, offset, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(y_ptr + offs, tl.where(x > 0, x, SLOPE * x), mask=mask)
+    tl.store(y_ptr + offs + offset, tl.where(x > 0, x, slope * x), mask=mask)
+
+
+@triton.jit
+def spin_kernel(flag_ptr):
+    while tl.load(flag_ptr, volatile=True) == 0:
+        pass
 
 
 class ModelNew(nn.Module):
@@ -129,11 +143,20 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         y = torch.empty_like(x)
         n = x.numel()
-        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
-        return BODY
+        BODY
 '''
+TRITON_BODIES = {
+    "relu": "relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, 0.0, 0, BLOCK=1024)\n        return y",
+    "relu_wrong": "relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, 0.1, 0, BLOCK=1024)\n        return y",
+    "relu_flat": "relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, 0.0, 0, BLOCK=1024)\n"
+                 "        return y.reshape(-1)",
+    "broken": "relu_kernel[(triton.cdiv(n, 1000),)](x, y, n, 0.0, 0, BLOCK=1000)\n        return y",
+    "wild": "relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, 0.0, 1 << 40, BLOCK=1024)\n        return y",
+    "hang": "spin_kernel[(1,)](torch.zeros(1, dtype=torch.int32, device=x.device))\n        return y",
+    "leave": "os._exit(0)",
+}
 
 
-def triton_candidate(slope: str = "0.0", body: str = "y") -> str:
-    """A triton candidate: `slope` != 0 gives wrong values, `body` changes what is returned."""
-    return TRITON_CANDIDATE.replace("SLOPE", slope).replace("BODY", body)
+def triton_candidate(call: str = "relu") -> str:
+    """A triton candidate; `broken` fails to compile (a block size that is not a power of 2)."""
+    return TRITON_CANDIDATE.replace("BODY", TRITON_BODIES[call])

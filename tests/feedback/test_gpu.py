@@ -1,0 +1,95 @@
+"""The evaluator on a real GPU (opt-in: `pytest -m gpu`): the cpp pipeline's cases for cuda and
+triton, and a kernel that makes an illegal memory access followed by a correct one in one batch.
+
+Each backend's cases run as one evaluate_many batch (one GPU worker, builds in the CPU pool).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from candidates import BROKEN_CUDA, cuda_candidate, triton_candidate
+from feedback.evaluate import evaluate_many
+from feedback.result import EvalResult, Status
+
+pytestmark = pytest.mark.gpu
+
+EXPECTED = {"relu": Status.ok, "relu_wrong": Status.mismatch, "relu_flat": Status.shape_mismatch,
+            "broken": Status.compile_error, "wild": Status.runtime_error, "hang": Status.timeout,
+            "leave": Status.runtime_error}
+
+
+def cuda_code(name: str) -> str:
+    return cuda_candidate(source=BROKEN_CUDA) if name == "broken" else cuda_candidate(name)
+
+
+CODE = {"cuda": cuda_code, "triton": triton_candidate}
+
+
+@pytest.fixture(scope="module")
+def gpu_options(fast_options):
+    return fast_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 90,
+                                           "compile_timeout_s": 600})
+
+
+@pytest.fixture(scope="module", params=["cuda", "triton"])
+def batch(request, relu, gpu_options) -> tuple[str, dict[str, EvalResult]]:
+    backend = request.param
+    names = list(EXPECTED)
+    options = gpu_options
+    results = evaluate_many([(relu, CODE[backend](n), backend) for n in names], options,
+                            devices=["cuda:0"])
+    return backend, dict(zip(names, results))
+
+
+def test_every_case_gets_its_status(batch):
+    backend, results = batch
+    got = {n: r.status for n, r in results.items()}
+    assert got == EXPECTED, {n: (r.status, r.message[:300]) for n, r in results.items()}
+
+
+def test_correct_kernel_is_timed_with_cuda_events_and_baselines(batch):
+    backend, results = batch
+    r = results["relu"]
+    assert r.runtime.clock == "cuda_events" and r.runtime.n == 20
+    assert r.speedup_eager is not None and r.eager.clock == "cuda_events"
+    assert r.environment.device.startswith("NVIDIA") and r.environment.driver
+    assert r.roofline is not None and r.roofline.sol_ms is not None and not r.roofline.suspicious
+
+
+def test_failure_messages_name_the_cause(batch):
+    backend, results = batch
+    assert "illegal memory access" in results["wild"].message.lower() or \
+        "SIG" in results["wild"].message, results["wild"].message
+    assert "timed out" in results["hang"].message
+    assert "without a valid report" in results["leave"].message
+    broken = results["broken"].message
+    assert ("cuda.cu(" in broken and "undefined_value" in broken) if backend == "cuda" else broken
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_illegal_memory_access_then_a_correct_kernel_in_one_batch(relu, gpu_options, backend):
+    items = [(relu, CODE[backend]("wild"), backend), (relu, CODE[backend]("relu"), backend)]
+    bad, good = evaluate_many(items, gpu_options.model_copy(update={"time": False}),
+                              devices=["cuda:0"], compile_workers=1)
+    assert bad.status == Status.runtime_error
+    assert good.status == Status.ok and good.correctness.trials_passed == good.correctness.trials
+
+
+def test_cli_json_on_the_gpu(tmp_path, cache_dir):
+    cand = tmp_path / "relu.py"
+    cand.write_text(cuda_candidate("relu"))
+    proc = subprocess.run([sys.executable, "-m", "feedback.evaluate", "suite:level1/19", str(cand),
+                           "--backend", "cuda", "--size", "small", "--json", "--device", "cuda:0",
+                           "--timing-trials", "20", "--profile", "--cache-dir", str(cache_dir)],
+                          capture_output=True, text=True, timeout=900,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = EvalResult.model_validate(json.loads(proc.stdout))
+    assert r.status == Status.ok, r.message
+    assert r.profile is not None and r.profile.device == "cuda"
