@@ -49,10 +49,13 @@ def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
 
 
-def line_panels(panels: Mapping[str, Sequence[Series]], path: Path, title: str, xlabel: str,
-                ylabel: str, percent: bool = True, xlog: bool = False, marker: str = "o",
-                ) -> Path:
-    """One panel per key, one line (with its shaded CI band) per series."""
+def line_panels(panels: Mapping[str, Sequence[Series]], path: Path, title: str,
+                xlabel: str | Mapping[str, str], ylabel: str, percent: bool = True,
+                xlog: bool = False, marker: str = "o", empty: str = "no data") -> Path:
+    """One panel per key, one line (with its shaded CI band) per series.
+
+    `xlabel` may differ per panel (a mapping by panel key); `empty` is said in a panel with no line.
+    """
     fig, axes = _panels(len(panels))
     for ax, (name, series) in zip(axes, panels.items()):
         drawn = False
@@ -68,8 +71,9 @@ def line_panels(panels: Mapping[str, Sequence[Series]], path: Path, title: str, 
                                 alpha=0.2)
             drawn = True
         if not drawn:
-            _empty(ax, "no data")
-        ax.set(title=name, xlabel=xlabel, ylabel=ylabel)
+            _empty(ax, empty)
+        ax.set(title=name, xlabel=xlabel if isinstance(xlabel, str) else xlabel[name],
+               ylabel=ylabel)
         if percent:
             ax.set_ylim(-3, 103)
         if xlog:

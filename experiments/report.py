@@ -143,8 +143,10 @@ def figures(runs, names, out: Path, stats: Stats) -> list[Block]:
                           "trajectory)", "fast_1@N (% of problems)")
         blocks.append(Image("fast1_at_n.png", "fast_1@N vs N per feedback mode"))
 
-    axes = {"LLM calls per problem": lambda b: b.calls, "tokens per problem": lambda b: b.tokens,
-            "dollars per problem (USD)": lambda b: b.dollars}
+    axes = {"LLM calls": lambda b: b.calls, "tokens": lambda b: b.tokens,
+            "dollars": lambda b: b.dollars}
+    xlabels = {"LLM calls": "LLM calls per problem", "dollars": "USD per problem",
+               "tokens": "tokens per problem (prompt + completion)"}
     panels, unpriced = {}, []
     for axis, pick in axes.items():
         panels[axis] = []
@@ -156,8 +158,8 @@ def figures(runs, names, out: Path, stats: Stats) -> list[Block]:
                 continue
             panels[axis].append(_series(n, xs, [_at(r, r.layout, k, 1.0, stats) for k in sizes]))
     plots.line_panels(panels, out / "budget.png", "Sampling vs refinement: fast_1 (vs eager, all "
-                      "levels) against what was spent", "budget spent per problem (mean)",
-                      "fast_1 (% of problems)")
+                      "levels) against the mean spend per problem", xlabels,
+                      "fast_1 (% of problems)", empty="prices unknown (not zero)")
     blocks.append(Image("budget.png", "fast_1 against calls, tokens and dollars"))
     if unpriced:
         blocks.append(Text("No dollar curve for " + ", ".join(sorted(set(unpriced)))
