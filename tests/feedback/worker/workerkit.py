@@ -85,8 +85,9 @@ class Kit:
 
     def job(self, kind: str, source: str | Problem, candidate: str | None, role: str = "candidate",
             candidate_path: Path | None = None, extensions_dir: Path | None = None,
-            **options) -> WorkerJob:
-        """A cpp job; `source` is a problem's text or a `Problem`; `candidate` a source text."""
+            backend: str = "cpp", **options) -> WorkerJob:
+        """A job (cpp unless told); `source` is a problem's text or a `Problem`; `candidate` a
+        source text."""
         self.count += 1
         path = candidate_path
         if candidate is not None:
@@ -97,7 +98,7 @@ class Kit:
         options.setdefault("warmup", 1)
         return WorkerJob(kind=kind, role=role,
                          problem=source if isinstance(source, Problem) else problem(source),
-                         backend="cpp", options=EvalOptions(**options),
+                         backend=backend, options=EvalOptions(**options),
                          candidate_path=str(path) if path else None,
                          extensions_dir=str(extensions_dir or self.root / "ext"),
                          scratch_dir=str(self.root),
