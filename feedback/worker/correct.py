@@ -10,7 +10,8 @@ the tolerance policy (tolerance.py).
 After all regular trials pass, a numeric stress pass (issue 4, class 14) runs one more trial per
 rescaling in `inputs.STRESS_TRANSFORMS` (x*1e-2, x*16, x+5 on every floating-point input); a
 rescaling whose reference output is not finite (or raises) is skipped with a warning. Stress
-trials count in `Correctness.trials`. A mismatch lets the remaining regular trials run (so the
+trials count in `Correctness.trials`. When the float64 reference is unavailable the recorded
+tolerance is `kernelbench`'s (and a warning says why). A mismatch lets the remaining regular trials run (so the
 report can say "passed 3 of 5"); a guard violation or an exception ends the job at once.
 """
 
@@ -42,10 +43,12 @@ class Tally:
         self.first_failure: Comparison | None = None
         self.max_abs = self.max_rel = self.sum_abs = self.sum_rel = 0.0
         self.dtype: torch.dtype = torch.float32
+        self.fallback = False  # float64 reference unavailable: kernelbench numbers were used
 
     def add(self, verdict: Comparison, output: Any) -> None:
         self.trials += 1
         self.passed += verdict.ok
+        self.fallback = self.fallback or any("kernelbench tolerance used" in n for n in verdict.notes)
         floats = [t.dtype for t in inputs.tensors(output) if t.is_floating_point()]
         self.dtype = floats[0] if floats else self.dtype
         if verdict.worst_index is not None:
@@ -65,7 +68,7 @@ class Tally:
             max_rel_err=self.max_rel if n else None, mean_rel_err=self.sum_rel / n if n else None,
             worst_index=w.worst_index if w else None,
             expected_at_worst=w.expected if w else None, got_at_worst=w.got if w else None,
-            tolerance=tolerance_for(self.policy, self.dtype))
+            tolerance=tolerance_for("kernelbench" if self.fallback else self.policy, self.dtype))
 
 
 def run_correct(job: WorkerJob) -> tuple[Correctness, list[str]]:
@@ -105,6 +108,8 @@ def run_trial(h: Harness, policy: str, stress: str | None, held: Any) -> tuple[C
     """One trial; returns (verdict, candidate output), or (None, None) for a skipped stress trial."""
     seed = inputs.secret_seed()
     args = fresh_inputs(h, seed, stress)
+    if stress and not any(t.is_floating_point() for t in inputs.tensors(args)):
+        return None, None  # nothing to rescale
     pristine = None if h.reproducible else inputs.clone(args)
     output = call_candidate(h, args, held)
     if pristine is None:

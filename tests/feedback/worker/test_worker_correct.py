@@ -215,3 +215,31 @@ def test_stress_pass_catches_a_shortcut_that_only_holds_for_the_problems_inputs(
     assert report.status == Status.mismatch
     assert "numeric stress pass" in report.message
     assert report.correctness.trials_passed == 3
+
+
+def test_a_reference_that_cannot_run_in_float64_falls_back_to_kernelbench_and_says_so(kit):
+    fp32_only = """
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("w", torch.randn(64, 8))
+            def forward(self, x):
+                return x @ self.w.float()          # float64 x @ float32 w raises
+        def get_inputs():
+            return [torch.randn(16, 64)]
+        def get_init_inputs():
+            return []
+    """
+    report = kit.run("correct", fp32_only, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("w", torch.empty(64, 8))
+            def forward(self, x):
+                return torch.mm(x, self.w)
+    """)
+    assert report.status == Status.ok, report.message
+    assert report.correctness.tolerance.policy == "kernelbench"
+    assert any("float64 reference" in w for w in report.warnings)
