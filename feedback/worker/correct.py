@@ -25,7 +25,9 @@ from feedback.job import WorkerJob
 from feedback.result import Correctness, Status
 from feedback.worker import guards, inputs
 from feedback.worker.errors import JobFailure
-from feedback.worker.harness import Harness, call_candidate, call_reference, fresh_inputs, prepare
+from feedback.worker.harness import (Harness, call_candidate, call_reference, check_integrity,
+                                     fresh_inputs, prepare)
+from feedback.worker.ops import dispatched_ops
 from feedback.worker.tolerance import Comparison, compare, tolerance_for
 
 
@@ -71,8 +73,9 @@ class Tally:
             tolerance=tolerance_for("kernelbench" if self.fallback else self.policy, self.dtype))
 
 
-def run_correct(job: WorkerJob) -> tuple[Correctness, list[str]]:
-    """Run every trial; returns the record and warnings, or raises `JobFailure`."""
+def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] | None]:
+    """Run every trial; returns the record, warnings and the operators one passing call
+    dispatched (ops.py), or raises `JobFailure`."""
     policy = job.options.tolerance
     tolerance_for(policy, torch.float32)  # an unknown policy fails before any work
     h = prepare(job, with64=policy == "fp64-relative")
@@ -95,13 +98,24 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str]]:
     except JobFailure as failure:
         failure.correctness = tally.record()
         raise
-    warnings = sorted(set(h.notes))
     if tally.first_failure is not None:
         first = tally.first_failure
         message = (f"{first.message} (passed {tally.passed} of {tally.trials} trials)"
                    if first.status == Status.mismatch else first.message)
         raise JobFailure(first.status, message, tally.record())
-    return tally.record(), warnings
+    ops = _record_ops(h)
+    return tally.record(), sorted(set(h.notes)), ops
+
+
+def _record_ops(h: Harness) -> dict[str, int] | None:
+    """One more call, under an operator recorder; informational, so a failure is only noted."""
+    try:
+        ops = dispatched_ops(h.candidate, fresh_inputs(h, inputs.secret_seed()))
+    except Exception as exc:
+        h.notes.append(f"dispatched operators not recorded: {exc!r}")
+        return None
+    check_integrity(h, "after the operator-recording call")
+    return ops
 
 
 def run_trial(h: Harness, policy: str, stress: str | None, held: Any) -> tuple[Comparison | None, Any]:

@@ -46,7 +46,9 @@ def _dispatch(job: WorkerJob, report: WorkerReport) -> None:
     elif job.kind == "correct":
         from feedback.worker.correct import run_correct
 
-        report.correctness, report.warnings = run_correct(job)
+        report.correctness, report.warnings, ops = run_correct(job)
+        if "dispatched" in WorkerReport.model_fields:  # a field this worker added to feedback/job.py
+            report.dispatched = ops
     elif job.kind == "time":
         from feedback.worker.timing import run_time
 

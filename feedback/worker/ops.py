@@ -1,0 +1,36 @@
+"""Which torch operators a candidate's forward actually dispatches (issue 4, class 8).
+
+A candidate that calls `torch.matmul` or `F.conv2d` where the problem is about that operator has
+written no kernel; reading its source misses calls made from C++ (`at::matmul`) or hidden behind
+indirection. A `TorchDispatchMode` sees every operator that goes through the dispatcher, from
+Python or from an extension's C++ alike, so one recorded call tells the parent what really ran;
+its policy (strict, or glue ops such as `empty`/`view` allowed) decides. Kernels a candidate
+launches itself are not operators and do not appear; library code called without the dispatcher
+(cuBLAS straight from C++) shows up in the profile's kernel names instead.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[func._schema.name] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def dispatched_ops(model: torch.nn.Module, args: Any) -> dict[str, int]:
+    """Operator name (`aten::mm`) -> number of calls during one `model(*args)`."""
+    recorder = _Recorder()
+    with torch.no_grad(), recorder:
+        model(*args)
+    return dict(sorted(recorder.counts.items()))
