@@ -59,6 +59,9 @@ class WorkerReport(BaseModel):
     profile: Profile | None = None
     flops: float | None = None
     min_bytes: float | None = None
+    dispatched: dict[str, int] | None = Field(
+        default=None, description="Operators (`aten::mm`) the candidate's forward dispatched in "
+        "one call, with counts; filled by a passing `correct` job (feedback/worker/ops.py).")
     warnings: list[str] = Field(default_factory=list)
     environment: Environment | None = None
     seconds: float = 0.0
