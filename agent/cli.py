@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from pydantic import ValidationError
 from rich.console import Console
 
 from agent.progress import refine_table, sample_table
-from agent.runner import Mode, Outcome, ProblemSpecError, execute
-from agent.settings import MissingModelError, RefineSettings, RunSettings
+from agent.llm import LLMError
+from agent.runner import Mode, Outcome, execute
+from agent.settings import RefineSettings, RunSettings
 from agent.store import RunStore
 
 
@@ -40,10 +40,8 @@ def run_cli(make_settings: Callable[[], RunSettings], mode: Mode) -> int:
     """Build the settings, run, print the summary; turn known errors into clear messages."""
     try:
         outcome = execute(make_settings(), mode)
-    except MissingModelError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (ProblemSpecError, ValidationError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, LLMError, FileNotFoundError, FileExistsError) as e:
+        # set-up errors: no model (MissingModelError), bad spec, bad option, unreadable replay
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

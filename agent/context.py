@@ -8,8 +8,9 @@ litellm nor anything that starts processes; whoever builds a `Context` chooses t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from agent.conversation import FeedbackMode, HistoryPolicy
 from agent.gates import EvalGates
 from agent.store import RunStore
 from feedback.api import Evaluator
@@ -27,11 +28,13 @@ class Context:
     model: str = field(metadata={"description": "Model string recorded on every candidate."})
     backend: Backend = field(metadata={"description": "Kernel backend asked for and evaluated."})
     turns: int = field(default=1, metadata={"description": "Turns per trajectory (1 = sampling)."})
-    feedback: Any = field(default="G+E+P", metadata={"description": "agent.conversation.FeedbackMode."})
-    history: Literal["last", "all"] = field(default="last", metadata={
+    feedback: FeedbackMode = field(default=FeedbackMode.G_E_P, metadata={
+        "description": "What a turn feeds back: G, G+E or G+E+P."})
+    history: HistoryPolicy = field(default="last", metadata={
         "description": "Which earlier attempts the prompt shows."})
     temperature: float | None = field(default=None, metadata={"description": "Sampling temperature."})
-    hardware: Any = field(default=None, metadata={"description": "Hardware block for prompts, or None."})
+    hardware: dict[str, Any] | None = field(default=None, metadata={
+        "description": "Hardware facts for the task prompt, or None."})
     target_speedup: float | None = field(default=None, metadata={
         "description": "End a trajectory once its best reaches this speedup over eager."})
     noise_margin: float = field(default=0.0, metadata={

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -31,9 +33,23 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+@contextmanager
+def logging_to(log_format: Literal["console", "json"], log_file: Path) -> Iterator[None]:
+    """Log to stderr and `log_file` for the duration of a run; the file is closed afterwards."""
+    file_handler = configure_logging(log_format, log_file)
+    try:
+        yield
+    finally:
+        if file_handler is not None:
+            logging.getLogger().removeHandler(file_handler)
+            file_handler.close()
+
+
 def configure_logging(log_format: Literal["console", "json"] = "console",
-                      log_file: Path | None = None, level: int = logging.INFO) -> None:
-    """Route structlog through stdlib logging to stderr and, when given, to `log_file`."""
+                      log_file: Path | None = None,
+                      level: int = logging.INFO) -> logging.Handler | None:
+    """Route structlog through stdlib logging to stderr and, when given, to `log_file` (whose
+    handler is returned)."""
     pre_chain = [structlog.contextvars.merge_contextvars, structlog.stdlib.add_log_level,
                  structlog.stdlib.add_logger_name, structlog.processors.TimeStamper(fmt="iso")]
     structlog.configure(
@@ -69,6 +85,7 @@ def configure_logging(log_format: Literal["console", "json"] = "console",
     root.setLevel(level)
     for noisy in ("LiteLLM", "litellm", "httpx", "httpcore", "aiosqlite", "openai"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    return handlers[1] if log_file is not None else None
 
 
 def bind_trajectory(run: str, problem: str, trajectory: int) -> None:

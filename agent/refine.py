@@ -45,6 +45,9 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-arg", dest="llm_args", action="append", metavar="K=V",
                         help="Provider option passed through to litellm (repeatable), e.g. "
                         "reasoning_effort=high or api_base=http://localhost:8000/v1.")
+    parser.add_argument("--eval-option", dest="eval_options", action="append", metavar="K=V",
+                        help="Evaluator option (feedback.options.EvalOptions field), repeatable, "
+                        "e.g. timing_trials=50 or tolerance=kernelbench.")
     add("--seed", "seed", type=int)
     add("--name", "name")
     add("--hardware", "hardware", action="store_const", const=True)
@@ -55,10 +58,11 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace, cls: type[RunSettings]) -> RunSettings:
     """Settings from parsed arguments: only the options given override the defaults."""
     given = {k: v for k, v in vars(args).items() if v is not None and k in cls.model_fields}
-    if args.llm_args:
-        from agent.llm import parse_llm_args
+    from agent.llm import parse_llm_args
 
-        given["llm_args"] = parse_llm_args(args.llm_args)
+    for name in ("llm_args", "eval_options"):
+        if getattr(args, name):
+            given[name] = parse_llm_args(getattr(args, name))
     return cls(**given)
 
 

@@ -21,7 +21,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from agent.context import Context
 from agent.gates import EvalGates
 from agent.graph import make_graph, recursion_limit
-from agent.logs import bind_trajectory, configure_logging
+from agent.logs import bind_trajectory, logging_to
 from agent.progress import RunProgress
 from agent.provenance import hardware_facts, make_record
 from agent.settings import RefineSettings, RunSettings, SampleSettings
@@ -108,7 +108,8 @@ def _context(settings: RunSettings, store: RunStore, llm, evaluator) -> Context:
         from feedback.evaluate import LocalEvaluator
 
         evaluator = LocalEvaluator()
-    options = EvalOptions(size=settings.size, profile=refine and mode.profile)
+    options = EvalOptions(**{**settings.eval_options, "size": settings.size,
+                             "profile": refine and mode.profile})
     return Context(
         run_id=store.record().run_id, model=settings.model, backend=settings.backend,
         turns=_turns(settings), feedback=mode, history=getattr(settings, "history", "last"),
@@ -166,23 +167,42 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
             show_progress: bool | None = None) -> Outcome:
     """Run (or resume) a refinement or sampling run; see `agent.refine.run`."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    asked = settings
     settings, store = _open(settings, mode)
-    configure_logging(settings.log_format, store.path / LOG)
-    problems = select_problems(settings.problems)
-    ctx = _context(settings, store, llm, evaluator)
-    jobs = [(p, i) for p in problems for i in range(_indices(settings))]
-    remaining = len(jobs) * ctx.turns - len(store.done_keys())
-    log.info("run started" if settings.resume is None else "run resumed", run=ctx.run_id,
-             path=str(store.path), model=settings.model, backend=settings.backend,
-             problems=len(problems), trajectories=len(jobs), turns=ctx.turns)
+    with logging_to(settings.log_format, store.path / LOG):
+        if asked.resume is not None:
+            _warn_ignored(asked, settings)
+        problems = select_problems(settings.problems)
+        ctx = _context(settings, store, llm, evaluator)
+        jobs = [(p, i) for p in problems for i in range(_indices(settings))]
+        remaining = len(jobs) * ctx.turns - len(store.done_keys())
+        log.info("run resumed" if asked.resume else "run started", run=ctx.run_id,
+                 path=str(store.path), model=settings.model, backend=settings.backend,
+                 problems=len(problems), trajectories=len(jobs), turns=ctx.turns)
 
-    async def main() -> dict[str, str]:
-        ctx.gates = EvalGates(settings.backend)
-        async with AsyncSqliteSaver.from_conn_string(str(store.path / CHECKPOINTS)) as saver:
-            enabled = sys.stderr.isatty() if show_progress is None else show_progress
-            with RunProgress(max(remaining, 0), enabled=enabled) as progress:
-                return await drive(make_graph(saver), ctx, jobs, settings.concurrency, progress)
+        async def main() -> dict[str, str]:
+            ctx.gates = EvalGates(settings.backend)
+            async with AsyncSqliteSaver.from_conn_string(str(store.path / CHECKPOINTS)) as saver:
+                enabled = sys.stderr.isatty() if show_progress is None else show_progress
+                with RunProgress(max(remaining, 0), enabled=enabled) as progress:
+                    return await drive(make_graph(saver), ctx, jobs, settings.concurrency,
+                                       progress)
 
-    failed = asyncio.run(main())
-    log.info("run finished", run=ctx.run_id, failed=len(failed), path=str(store.path))
+        try:
+            failed = asyncio.run(main())
+        except KeyboardInterrupt:
+            log.warning("interrupted: finished attempts are stored",
+                        resume=f"--resume {store.path}")
+            raise
+        log.info("run finished", run=ctx.run_id, failed=len(failed), path=str(store.path))
     return Outcome(path=store.path, settings=settings, problems=problems, failed=failed)
+
+
+def _warn_ignored(asked: RunSettings, stored: RunSettings) -> None:
+    """A resume keeps the stored settings: say which explicitly given ones it did not apply."""
+    ignored = {name: getattr(asked, name) for name in asked.model_fields_set
+               if name not in ("resume", "concurrency", "log_format")
+               and getattr(asked, name) != getattr(stored, name)}
+    if ignored:
+        log.warning("resume keeps the run's stored settings; ignored", **{
+            k: str(v) for k, v in ignored.items()})

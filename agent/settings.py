@@ -58,6 +58,9 @@ class RunSettings(BaseModel):
     noise_margin: float = Field(default=0.0, ge=0.0, description=(
         "Least relative runtime gain a new best-so-far needs; the evaluator's measured noise "
         "is used instead when it is larger."))
+    eval_options: dict[str, Any] = Field(default_factory=dict, description=(
+        "feedback.options.EvalOptions overrides (timing_trials, tolerance, device...); size and "
+        "profile come from --size and the feedback mode."))
     llm_timeout_s: float = Field(default=600.0, gt=0, description="Per-request LLM timeout.")
 
     def resolved(self) -> RunSettings:
@@ -72,6 +75,15 @@ class RunSettings(BaseModel):
             backend = "cuda" if torch.cuda.is_available() else "cpp"
         name = self.name or _slug(model)
         return self.model_copy(update={"model": model, "backend": backend, "name": name})
+
+
+    @field_validator("eval_options")
+    @classmethod
+    def _known_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from feedback.options import EvalOptions
+
+        EvalOptions(**value)  # unknown names and bad values fail here, before any run starts
+        return value
 
 
 class RefineSettings(RunSettings):
