@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from agent.progress import refine_table, sample_table
 from agent.llm import LLMError
+from agent.progress import refine_table, sample_table
 from agent.runner import Mode, Outcome, execute
 from agent.settings import RefineSettings, RunSettings
 from agent.store import RunStore

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from typing import AsyncIterator, Literal
+from typing import Literal
 
 Stage = Literal["compile", "correct", "perform"]
 

@@ -23,8 +23,8 @@ from langgraph.runtime import Runtime
 from agent.context import Context
 from agent.conversation import build_messages
 from agent.extract import extract_code
-from agent.replay import ReplayKey
 from agent.records import Attempt, Candidate, improves
+from agent.replay import ReplayKey
 from agent.state import State
 from feedback.result import EvalResult
 

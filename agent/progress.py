@@ -10,9 +10,17 @@ import math
 from collections.abc import Iterable
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID,
-                           TextColumn, TimeElapsedColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from typing_extensions import Self
 
 from agent.records import Attempt, Trajectory
 
@@ -29,7 +37,7 @@ class RunProgress:
             TimeElapsedColumn(), console=Console(stderr=True), transient=True, disable=not enabled)
         self._overall = self._progress.add_task("attempts", total=total)
 
-    def __enter__(self) -> RunProgress:
+    def __enter__(self) -> Self:
         self._progress.start()
         return self
 

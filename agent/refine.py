@@ -14,7 +14,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agent.settings import RefineSettings, RunSettings  # noqa: E402
+from agent.settings import RefineSettings, RunSettings
 
 
 def run(settings: RefineSettings, *, llm=None, evaluator=None) -> Path:

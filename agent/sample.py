@@ -15,8 +15,8 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from agent.refine import common_arguments, settings_from  # noqa: E402
-from agent.settings import SampleSettings  # noqa: E402
+from agent.refine import common_arguments, settings_from
+from agent.settings import SampleSettings
 
 
 def run(settings: SampleSettings, *, llm=None, evaluator=None) -> Path:

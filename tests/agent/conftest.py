@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scripted import ScriptedEvaluator, write_transcript  # noqa: E402
+from scripted import ScriptedEvaluator, write_transcript
 
 RELU = "level1/19_relu"
 MATMUL = "level1/1_square_matmul"

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def cli(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k != "KERNEL_REFINE_MODEL"}
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**environment, **(env or {})})
+                          text=True, timeout=300, env={**environment, **(env or {})}, check=False)
 
 
 @pytest.mark.parametrize("module", ["agent.refine", "agent.sample"])

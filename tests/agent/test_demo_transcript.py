@@ -13,7 +13,7 @@ from feedback.cache import extension_material
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo"
 sys.path.insert(0, str(DEMO))
 
-import transcript  # noqa: E402
+import transcript
 
 
 def test_demo_jsonl_is_what_the_transcript_script_writes():

@@ -15,8 +15,8 @@ from agent.store import CHECKPOINTS, RunStore
 
 
 def settings(model: str, tmp_path, **kw) -> RefineSettings:
-    base = dict(model=model, problems="suite:level1/19", backend="cpp", out=tmp_path / "runs",
-                turns=4, feedback="G+E+P")
+    base = {"model": model, "problems": "suite:level1/19", "backend": "cpp",
+            "out": tmp_path / "runs", "turns": 4, "feedback": "G+E+P"}
     return RefineSettings(**{**base, **kw})
 
 
