@@ -17,6 +17,7 @@ halfway leaves only a temporary file that the next one removes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
@@ -37,6 +38,7 @@ BUILD_TIMEOUT_S = 600.0
 FAILED_RETRY_S = 3600.0
 # Flags after which a TU is no longer a plain compile of the source: a PCH would be wrong or moot.
 _UNSAFE = re.compile(r"^-(include|imacros|x|E$|S$|save-temps|fpreprocessed|fno-pch|H$|M)")
+_OTHER_INCLUDES = re.compile(r"^-(I|iquote|idirafter|iprefix|iwithprefix|isysroot|-sysroot|nostdinc)")
 # Characters the shell that runs ninja's commands would expand; such flags are left alone.
 _SHELL_META = re.compile(r"[$`*?\[\]{}~;&|<>()!\\]")
 
@@ -54,7 +56,11 @@ def compiler_identity(cxx: str) -> str | None:
 
 def pch_flags(cflags: str) -> str | None:
     """The flags a PCH for a TU compiled with `cflags` (torch's `$cflags $post_cflags` line)
-    must be built with, or None when such a TU is not eligible for one."""
+    must be built with, or None when such a TU is not eligible for one.
+
+    Include directories other than torch's and Python's make a TU ineligible: GCC does not check
+    whether a header changed since the PCH was built, and a candidate's own folders may change.
+    """
     flags = " ".join(w for w in cflags.split() if not w.startswith("-DTORCH_EXTENSION_NAME="))
     if _SHELL_META.search(flags):
         return None
@@ -62,7 +68,24 @@ def pch_flags(cflags: str) -> str | None:
         words = shlex.split(flags)
     except ValueError:  # unbalanced quotes: let the stock build report it
         return None
-    return None if any(_UNSAFE.match(w) for w in words) else flags
+    if any(_UNSAFE.match(w) or _OTHER_INCLUDES.match(w) for w in words):
+        return None
+    systems = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-isystem"]
+    return flags if set(systems) <= _torch_includes() else None
+
+
+@functools.cache
+def _torch_includes() -> frozenset[str]:
+    """The -isystem folders torch itself adds (torch, its C++ API, CUDA, Python)."""
+    import sysconfig
+
+    from torch.utils import cpp_extension
+
+    found = set(cpp_extension.include_paths("cpu"))
+    with contextlib.suppress(Exception):  # no CUDA toolkit: the CPU folders only
+        found |= set(cpp_extension.include_paths("cuda"))
+    found.add(sysconfig.get_path("include", scheme="posix_prefix"))
+    return frozenset(found)
 
 
 def key_of(cxx: str, flags: str) -> str | None:

@@ -25,7 +25,6 @@ log = logging.getLogger("feedback.fastbuild")
 _ALLOWED_FLAG = re.compile(
     r"^-(O[0-3sgz]?|std=[\w+]+|[DU][A-Za-z_]\w*(=[\w.+-]*)?|W(?!l,|a,|p,)[\w=+-]*|w|g[0-3]?"
     r"|f(?!plugin)[\w=+.-]+|m(arch|tune|cpu)=[\w.-]+|m(avx|sse|fma|bmi|f16c)[\w.]*|pthread)$")
-_ALLOWED_PATH = re.compile(r"^[\w./+-]+$")
 
 
 def prepare(code: str, backend: str, cache_dir: Path | str) -> list[Path]:
@@ -51,7 +50,8 @@ def prepare(code: str, backend: str, cache_dir: Path | str) -> list[Path]:
 
 def build_calls(code: str, backend: str) -> list[tuple[list[str], list[str], bool]]:
     """(extra_cflags, extra_include_paths, with_cuda) of each build call whose C++ part is
-    eligible: arguments given as literals, flags and paths on the allow-lists, implicit headers on."""
+    eligible: arguments given as literals, flags on the allow-list, no include folders of the
+    candidate's (see fastbuild_pch.pch_flags), implicit headers on."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
@@ -71,8 +71,7 @@ def build_calls(code: str, backend: str) -> list[tuple[list[str], list[str], boo
             with_cuda = backend != "cpp" and _with_cuda(name, node, kwargs)
         except ValueError:
             continue
-        if implicit and all(_ALLOWED_FLAG.match(f.strip()) for f in cflags) \
-                and all(_ALLOWED_PATH.match(p) for p in paths):
+        if implicit and not paths and all(_ALLOWED_FLAG.match(f.strip()) for f in cflags):
             found.append((cflags, paths, with_cuda))
     return found
 

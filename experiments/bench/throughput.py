@@ -80,7 +80,10 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path)
     rows = [{"file": c["file"].name, "status": r.status.value, "stage": r.stage,
              "stage_seconds": r.stage_seconds} for c, r in zip(candidates, results)]
     stages = ("static", "compile", "correct", "timing", "profile")
+    decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), "rows": rows,
+            "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
+            "builds_seen": len(decisions),
             "stage_s": {s: _stats([r["stage_seconds"].get(s) for r in rows]) for s in stages}}
 
 
@@ -134,8 +137,10 @@ def markdown(result: dict) -> str:
         stages = ", ".join(f"{k} {v['median']}" for k, v in data["stage_s"].items() if v["n"])
         lines.append(f"| {arm} | {n} | {data['wall_s']} | {per_hour:.0f} | {ok} | {stages} |")
     if result.get("framework"):
-        lines.append(f"\nframework PCH set-up before the run (once per flag set): "
-                     f"{result['framework']['pch_setup_s']} s")
+        fw = result["framework"]
+        lines.append(f"\nframework: PCH set-up before the run (once per flag set) "
+                     f"{fw['pch_setup_s']} s; builds that used a PCH: {fw['builds_with_pch']} "
+                     f"of {fw['builds_seen']}")
     return "\n".join(lines)
 
 

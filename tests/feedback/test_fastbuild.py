@@ -52,10 +52,22 @@ def _calls(tmp_path: Path) -> list[str]:
 
 # --- flags and eligibility ---------------------------------------------------------------------
 
+def _torch_include() -> str:
+    from torch.utils import cpp_extension
+
+    return cpp_extension.include_paths("cpu")[0]
+
+
 def test_pch_flags_drop_the_extension_name_and_keep_the_rest():
-    line = "-DTORCH_EXTENSION_NAME=relu_cpp -DTORCH_API_INCLUDE_EXTENSION_H -isystem /t/include -fPIC -std=c++20 -O3"
-    assert fastbuild_pch.pch_flags(line) == \
-        "-DTORCH_API_INCLUDE_EXTENSION_H -isystem /t/include -fPIC -std=c++20 -O3"
+    inc = _torch_include()
+    line = f"-DTORCH_EXTENSION_NAME=relu_cpp -DTORCH_API_INCLUDE_EXTENSION_H -isystem {inc} -fPIC -O3"
+    assert fastbuild_pch.pch_flags(line) == f"-DTORCH_API_INCLUDE_EXTENSION_H -isystem {inc} -fPIC -O3"
+
+
+@pytest.mark.parametrize("flag", ["-I/home/me/inc", "-isystem /home/me/inc", "-iquote q", "-nostdinc"])
+def test_include_folders_other_than_torchs_make_a_tu_ineligible(flag):
+    """GCC never checks whether a header changed since the PCH was built."""
+    assert fastbuild_pch.pch_flags(f"-isystem {_torch_include()} {flag} -O3") is None
 
 
 @pytest.mark.parametrize("flag", ["-include foo.h", "-imacros m.h", "-E", "-xc", "-save-temps",
@@ -218,15 +230,23 @@ def _build_and_run(ext_dir: str, cache: str | None, cflags: list[str], out: str)
                                      "pch": "kr_pch.h" in ninja}))
 
 
-def _in_processes(*jobs: tuple) -> list[dict]:
+def _start(*jobs: tuple) -> list:
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_build_and_run, args=job) for job in jobs]
     for p in procs:
         p.start()
+    return procs
+
+
+def _results(procs: list, jobs: tuple) -> list[dict]:
     for p in procs:
         p.join(600)
         assert p.exitcode == 0
     return [json.loads(Path(job[3]).read_text()) for job in jobs]
+
+
+def _in_processes(*jobs: tuple) -> list[dict]:
+    return _results(_start(*jobs), jobs)
 
 
 @pytest.fixture(scope="module")
@@ -251,19 +271,23 @@ def test_concurrent_accelerated_builds_match_the_stock_build(tmp_path, shared_ca
 
 @pytest.mark.slow
 def test_a_pch_built_for_other_flags_falls_back_to_a_correct_build(tmp_path, shared_cache):
-    """A PCH GCC must reject (built at -O2, used at -O0) is ignored by GCC: same numbers."""
+    """A PCH GCC must reject (built at -O2, offered at -O0) is ignored by GCC: right numbers."""
+    import torch
+    from torch.utils import cpp_extension
+
     ready = next((shared_cache / "pch").glob("*/ready"), None)
     if ready is None:
         _in_processes((str(tmp_path / "w"), str(shared_cache), ["-O2"], str(tmp_path / "w.json")))
         ready = next((shared_cache / "pch").glob("*/ready"))
-    # Plant the -O2 PCH as the "ready" PCH of the -O0 flag set.
-    from torch.utils import cpp_extension
-
+    # Plant the -O2 PCH as the "ready" PCH of the -O0 flag set, and check GCC refuses it there.
     flags = (ready.parent / "flags.txt").read_text().strip().replace("-O2", "-O0")
-    key = fastbuild_pch.key_of(cpp_extension.get_cxx_compiler(), flags)
-    shutil.copytree(ready.parent, shared_cache / "pch" / key)
-    fast, stock = _in_processes(
-        (str(tmp_path / "f"), str(shared_cache), ["-O0"], str(tmp_path / "f.json")),
-        (str(tmp_path / "s"), None, ["-O0"], str(tmp_path / "s.json")))
+    cxx = cpp_extension.get_cxx_compiler()
+    planted = shared_cache / "pch" / fastbuild_pch.key_of(cxx, flags)
+    shutil.copytree(ready.parent, planted)
+    job = (str(tmp_path / "f"), str(shared_cache), ["-O0"], str(tmp_path / "f.json"))
+    build = _start(job)  # the build and the probe side by side
+    assert fastbuild_pch._probe(planted, cxx, flags) is not None, "GCC accepted the planted PCH"
+    (fast,) = _results(build, (job,))
     assert fast["pch"], "the planted PCH was not offered, so the fallback was not exercised"
-    assert fast["y"] == stock["y"]
+    x = torch.linspace(-3, 3, 1001)
+    assert fast["y"] == torch.where(x > 0, x * 1.5, torch.zeros_like(x)).tolist()
