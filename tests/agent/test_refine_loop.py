@@ -145,3 +145,13 @@ def test_bad_settings_fail_before_anything_is_stored(tmp_path):
         refine.run(RefineSettings(model="replay:x.jsonl", problems="suite:level1/nope",
                                   out=tmp_path / "runs"))
     assert not (tmp_path / "runs").exists()
+
+
+def test_feedback_mode_and_hardware_reach_the_prompt(tmp_path, scripted, transcript):
+    model = transcript({(RELU, 0, 0): "compile_error", (RELU, 0, 1): None})
+    path = refine.run(settings(model, tmp_path, turns=2, feedback="G", hardware=True),
+                      evaluator=scripted)
+    first, second = RunStore(path).attempts()
+    assert "The hardware it runs on" in first.candidate.prompt[1]["content"]
+    assert "expected ';'" not in second.candidate.prompt[-1]["content"]  # G: no evaluation text
+    assert RunStore(path).record().config["feedback"] == "G"
