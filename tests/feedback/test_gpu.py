@@ -33,7 +33,7 @@ CODE = {"cuda": cuda_code, "triton": triton_candidate}
 
 @pytest.fixture(scope="module")
 def gpu_options(fast_options):
-    return fast_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 90,
+    return fast_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 40,
                                            "compile_timeout_s": 600})
 
 
