@@ -70,8 +70,11 @@ def _indices(settings: RunSettings) -> int:
     return settings.k if isinstance(settings, SampleSettings) else settings.trajectories
 
 
-def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore]:
-    """Reload a stored run (its settings win) or create a new run directory."""
+def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore, list[Problem]]:
+    """Reload a stored run (its settings win) or create a new run directory.
+
+    The problems are selected first, so a bad spec fails before anything is created.
+    """
     from prompts import template_hashes
 
     if settings.resume is not None:
@@ -82,12 +85,12 @@ def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore]:
         stored = type(settings).model_validate(
             {**record.config, "resume": settings.resume, "concurrency": settings.concurrency,
              "log_format": settings.log_format})
-        return stored, store
+        return stored, store, select_problems(stored.problems)
     settings = settings.resolved()
-    select_problems(settings.problems)  # a bad spec fails before anything is created
+    problems = select_problems(settings.problems)
     path = new_run_dir(settings.out, f"{mode}_{settings.name}")
     record = make_record(path.name, mode, settings.model_dump(mode="json"), template_hashes())
-    return settings, RunStore.create(path, record)
+    return settings, RunStore.create(path, record), problems
 
 
 def _context(settings: RunSettings, store: RunStore, llm, evaluator) -> Context:
@@ -113,7 +116,8 @@ def _context(settings: RunSettings, store: RunStore, llm, evaluator) -> Context:
     return Context(
         run_id=store.record().run_id, model=settings.model, backend=settings.backend,
         turns=_turns(settings), feedback=mode, history=getattr(settings, "history", "last"),
-        temperature=settings.temperature, hardware=hardware_facts(settings.backend) if settings.hardware else None,
+        temperature=settings.temperature,
+        hardware=hardware_facts(settings.backend) if settings.hardware else None,
         target_speedup=getattr(settings, "target_speedup", None),
         noise_margin=settings.noise_margin, template_hash=template_set_hash(),
         options=options, llm=llm, evaluator=evaluator, store=store)
@@ -154,7 +158,7 @@ async def drive(graph, ctx: Context, jobs: list[tuple[Problem, int]], limit: int
         async with gate:
             try:
                 await run_trajectory(graph, ctx, problem, index, progress)
-            except Exception as e:  # one broken trajectory must not stop the others
+            except Exception as e:  # noqa: BLE001 - one broken trajectory must not stop the others
                 failed[f"{problem.id}#{index}"] = f"{type(e).__name__}: {e}"
                 log.error("trajectory ended by an error; a resume retries it",
                           error=f"{type(e).__name__}: {e}")
@@ -168,11 +172,10 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
     """Run (or resume) a refinement or sampling run; see `agent.refine.run`."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     asked = settings
-    settings, store = _open(settings, mode)
+    settings, store, problems = _open(settings, mode)
     with logging_to(settings.log_format, store.path / LOG):
         if asked.resume is not None:
-            _warn_ignored(asked, settings)
-        problems = select_problems(settings.problems)
+            _warn_on_resume(asked, settings, store)
         ctx = _context(settings, store, llm, evaluator)
         jobs = [(p, i) for p in problems for i in range(_indices(settings))]
         remaining = len(jobs) * ctx.turns - len(store.done_keys())
@@ -198,11 +201,18 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
     return Outcome(path=store.path, settings=settings, problems=problems, failed=failed)
 
 
-def _warn_ignored(asked: RunSettings, stored: RunSettings) -> None:
-    """A resume keeps the stored settings: say which explicitly given ones it did not apply."""
+def _warn_on_resume(asked: RunSettings, stored: RunSettings, store: RunStore) -> None:
+    """Say what a resume does not apply (given settings that differ from the stored ones), and
+    whether the prompt templates changed since the run started (later turns would differ)."""
+    from prompts import template_hashes
+
     ignored = {name: getattr(asked, name) for name in asked.model_fields_set
                if name not in ("resume", "concurrency", "log_format")
                and getattr(asked, name) != getattr(stored, name)}
     if ignored:
         log.warning("resume keeps the run's stored settings; ignored", **{
             k: str(v) for k, v in ignored.items()})
+    changed = sorted(set(template_hashes().items()) ^ set(store.record().template_hashes.items()))
+    if changed:
+        log.warning("prompt templates changed since the run started; new turns use the current "
+                    "ones", templates=sorted({name for name, _ in changed}))
