@@ -93,11 +93,24 @@ async def record_feedback(state: State, runtime: Runtime[Context]) -> dict:
     if improves(attempt, state["history"][best] if best is not None else None, ctx.noise_margin):
         best = len(state["history"])
     result: EvalResult | None = attempt.result
+    speedup = result.speedup_eager if result else None
     log.info("attempt", turn=turn, status=result.status.value if result else "no_code",
-             speedup=result.speedup_eager if result else None, new_best=best == len(state["history"]),
-             message=(result.message if result else "no code block with ModelNew")[:200] or None)
+             speedup=round(speedup, 3) if speedup is not None else None,
+             new_best=best == len(state["history"]),
+             message=_headline(result.message) if result else "no code block defining ModelNew")
     return {"history": [attempt], "best": best, "best_per_turn": [best], "turn": turn + 1,
             "candidate": None, "result": None, "from_store": False, "device_seconds": 0.0}
+
+
+def _headline(message: str) -> str | None:
+    """The line of an evaluator message worth a log line: the compiler's first `error:` line,
+    else the first line naming an error, else the first line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for marker in (": error: ", "error"):
+        found = next((line for line in lines if marker in line.lower()), None)
+        if found:
+            return found[:200]
+    return lines[0][:200] if lines else None
 
 
 def _passed(state: State) -> bool:
