@@ -33,7 +33,8 @@ def print_summary(outcome: Outcome, console: Console | None = None) -> None:
         console.print(f"[red]failed[/red] {key}: {error}", markup=True, highlight=False)
     console.print(f"run stored in {outcome.path}", highlight=False)
     if outcome.failed:
-        console.print(f"retry the failed trajectories with --resume {outcome.path}", highlight=False)
+        console.print(f"retry the failed trajectories with --resume {outcome.path}",
+                      highlight=False)
 
 
 def run_cli(make_settings: Callable[[], RunSettings], mode: Mode) -> int:

@@ -32,18 +32,22 @@ class Context:
         "description": "What a turn feeds back: G, G+E or G+E+P."})
     history: HistoryPolicy = field(default="last", metadata={
         "description": "Which earlier attempts the prompt shows."})
-    temperature: float | None = field(default=None, metadata={"description": "Sampling temperature."})
+    temperature: float | None = field(default=None, metadata={
+        "description": "Sampling temperature."})
     hardware: dict[str, Any] | None = field(default=None, metadata={
         "description": "Hardware facts for the task prompt, or None."})
     target_speedup: float | None = field(default=None, metadata={
         "description": "End a trajectory once its best reaches this speedup over eager."})
     noise_margin: float = field(default=0.0, metadata={
         "description": "Least relative gain of a new best (measured noise wins when larger)."})
-    template_hash: str = field(default="", metadata={"description": "Hash of the prompt templates."})
+    template_hash: str = field(default="", metadata={
+        "description": "Hash of the prompt templates."})
     options: EvalOptions = field(default_factory=EvalOptions, metadata={
         "description": "Evaluation options (size, profile for P feedback, trials...)."})
     llm: LLMClient = field(metadata={"description": "Injected LLM client (or replay)."})
-    evaluator: Evaluator = field(metadata={"description": "Injected evaluator (compile/correct/perform)."})
-    store: RunStore = field(metadata={"description": "Where finished attempts are written at once."})
+    evaluator: Evaluator = field(metadata={
+        "description": "Injected evaluator (compile/correct/perform)."})
+    store: RunStore = field(metadata={
+        "description": "Where finished attempts are written at once."})
     gates: EvalGates | None = field(default=None, metadata={
         "description": "Admission to evaluator stages; None = no throttling."})

@@ -1,4 +1,5 @@
-"""Admission to the evaluator's stages, so concurrent trajectories never distort each other's timing.
+"""Admission to the evaluator's stages, so concurrent trajectories never distort each other's
+timing.
 
 Compiles run in parallel, at most one per host CPU. The evaluator itself serialises device jobs
 (its per-device lock), which is all a GPU backend needs. On the cpp backend the device *is* the

@@ -51,7 +51,8 @@ class RunProgress:
         """One attempt finished: advance both bars and show its outcome and the best so far."""
         status = attempt.result.status.value if attempt.result else "no_code"
         speedup = best.result.speedup_eager if best and best.result else None
-        shown = f"best {speedup:.2f}x" if speedup is not None else ("best ok" if best else "no best")
+        shown = (f"best {speedup:.2f}x" if speedup is not None
+                 else "best ok" if best else "no best")
         self._progress.update(task, advance=1, description=f"{label}  {status}  {shown}")
         self._progress.advance(self._overall)
 

@@ -59,7 +59,8 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def make_record(run_id: str, mode: str, config: dict[str, Any], hashes: dict[str, str]) -> RunRecord:
+def make_record(run_id: str, mode: str, config: dict[str, Any],
+                hashes: dict[str, str]) -> RunRecord:
     """The run's config.json: resolved settings plus provenance."""
     commit, dirty = git_state()
     return RunRecord(run_id=run_id, mode=mode, config=config, environment=environment(),

@@ -102,7 +102,8 @@ class RunRecord(BaseModel):
 
     run_id: str
     mode: str = Field(description="`refine` or `sample`.")
-    config: dict[str, Any] = Field(description="Resolved settings (model, feedback, turns, backend...).")
+    config: dict[str, Any] = Field(
+        description="Resolved settings (model, feedback, turns, backend...).")
     environment: dict[str, Any] = Field(default_factory=dict)
     git_commit: str | None = None
     git_dirty: bool | None = None

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from feedback.options import Backend
+
 MODEL_ENV = "KERNEL_REFINE_MODEL"
 DEMO_COMMAND = (
     "make demo   (= .venv/bin/python -m agent.refine --model replay:experiments/demo/demo.jsonl "
@@ -42,17 +44,24 @@ class RunSettings(BaseModel):
 
     model: str | None = Field(default=None, description=(
         f"litellm model string, `replay:FILE.jsonl` or `replay:RUN_DIR`; None = ${MODEL_ENV}."))
-    problems: str = Field(default="suite:level1", description="Problem spec (problems.spec.select).")
-    backend: Literal["cuda", "triton", "cpp"] | None = Field(
+    problems: str = Field(
+        default="suite:level1", description="Problem spec (problems.spec.select).")
+    backend: Backend | None = Field(
         default=None, description="Kernel backend; None = cuda when a GPU is visible, else cpp.")
     size: str | None = Field(default=None, description="Problem size preset (e.g. `small`).")
-    temperature: float | None = Field(default=None, description="Sampling temperature; None = provider default.")
-    concurrency: int = Field(default=8, ge=1, description="Concurrent LLM calls (and trajectories in flight).")
+    temperature: float | None = Field(
+        default=None, description="Sampling temperature; None = provider default.")
+    concurrency: int = Field(
+        default=8, ge=1, description="Concurrent LLM calls (and trajectories in flight).")
     out: Path = Field(default=Path("runs"), description="Root folder of run directories.")
-    resume: Path | None = Field(default=None, description="Run directory to continue; its stored settings win.")
-    llm_args: dict[str, Any] = Field(default_factory=dict, description="Provider options passed through to litellm.")
-    seed: int | None = Field(default=None, description="Sampling seed passed to the provider (where supported).")
-    name: str | None = Field(default=None, description="Run name in the directory name; None = derived from the model.")
+    resume: Path | None = Field(
+        default=None, description="Run directory to continue; its stored settings win.")
+    llm_args: dict[str, Any] = Field(
+        default_factory=dict, description="Provider options passed through to litellm.")
+    seed: int | None = Field(
+        default=None, description="Sampling seed passed to the provider (where supported).")
+    name: str | None = Field(
+        default=None, description="Run name in the directory name; None = derived from the model.")
     hardware: bool = Field(default=False, description="Add the hardware-spec block to prompts.")
     log_format: Literal["console", "json"] = Field(default="console", description="Log rendering.")
     noise_margin: float = Field(default=0.0, ge=0.0, description=(
@@ -91,7 +100,8 @@ class RefineSettings(RunSettings):
 
     feedback: str = Field(default="G+E+P", description="Feedback mode: `G`, `G+E` or `G+E+P`.")
     turns: int = Field(default=10, ge=1, description="Turns (LLM calls) per trajectory.")
-    history: Literal["last", "all"] = Field(default="last", description="Earlier turns shown to the model.")
+    history: Literal["last", "all"] = Field(
+        default="last", description="Earlier turns shown to the model.")
     trajectories: int = Field(default=1, ge=1, description="Independent trajectories per problem.")
     target_speedup: float | None = Field(default=None, gt=0, description=(
         "Stop a trajectory early once its best kernel reaches this speedup over eager."))

@@ -46,7 +46,8 @@ def test_draw_prints_the_graph_as_mermaid():
 def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("KERNEL_REFINE_MODEL", raising=False)
     out = str(tmp_path / "runs")
-    assert refine_main(["--model", "replay:x.jsonl", "--problems", "suite:level9", "--out", out]) == 2
+    assert refine_main(["--model", "replay:x.jsonl", "--problems", "suite:level9",
+                        "--out", out]) == 2
     assert "suite:level9" in capsys.readouterr().err
     assert refine_main(["--model", "replay:missing.jsonl", "--problems", "suite:level1/19",
                         "--backend", "cpp", "--out", out]) == 2

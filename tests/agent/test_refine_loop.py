@@ -28,7 +28,7 @@ def test_each_outcome_routes_to_feedback_at_its_failing_stage(tmp_path, scripted
     model = transcript({(RELU, 0, 0): "compile_error", (RELU, 0, 1): None,
                         (RELU, 0, 2): "mismatch", (RELU, 0, 3): "ok 0.5 0.01"})
     path = refine.run(settings(model, tmp_path), evaluator=scripted)
-    assert stages(scripted) == ["compile",                       # compile error: straight to feedback
+    assert stages(scripted) == ["compile",                       # compile error: to feedback
                                 # no code: nothing evaluated
                                 "compile", "correct",            # mismatch: no timing
                                 "compile", "correct", "perform"]
