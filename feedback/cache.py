@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -110,6 +111,23 @@ def write_record(path: Path, record: BaseModel) -> None:
     write_atomic(path, record.model_dump_json(indent=1))
 
 
-def reference_path(cache_dir: Path, *parts: Any) -> Path:
-    """Where the timing of a reference program (role, problem, size, device, torch ...) lives."""
-    return Path(cache_dir) / "reference" / f"{digest('reference', *parts)[:32]}.json"
+@functools.cache
+def harness_version() -> str:
+    """Hash of the worker's source: cached timings are void once the way of measuring changes."""
+    files = sorted((Path(__file__).parent / "worker").glob("*.py"))
+    return digest(*[(f.name, f.read_text()) for f in files])[:16]
+
+
+def reference_path(options: Any, problem: Any, kind: str, role: str, backend: str,
+                   device_name: str | None) -> Path | None:
+    """Where the timing (or profile) of a reference program lives: per problem and its source,
+    size, device, torch, harness version and timing knobs. None when the device is unknown."""
+    if not device_name:
+        return None
+    import torch
+
+    key = digest("reference", kind, role, problem.id, code_hash(problem.source), options.size,
+                 backend == "cpp", device_name, torch.__version__, harness_version(),
+                 options.timing_trials, options.warmup, options.input_sets, options.cpu_threads,
+                 options.compile_mode if role == "compiled" else "")
+    return Path(options.cache_dir) / "reference" / f"{key[:32]}.json"

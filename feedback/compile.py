@@ -5,22 +5,18 @@ same source comes back often (refinement turns, re-evaluations, tests), so the o
 on disk by source + toolchain + arch (see feedback/cache.py): a hit answers in milliseconds without
 starting a child, and a known-broken source gets its same message back instantly. Timeouts and
 crashes of the build child are not cached; they may be the machine's fault.
-
-`python -m feedback.compile JOB.json` is a minimal builder (import the candidate, report) used
-only while `python -m feedback.worker` is not installed.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedback import cache
+from feedback import cache, fastbuild_prepare
 from feedback.environment import cuda_arch, toolchain
-from feedback.job import BUILD_FILE_BYTES, WorkerJob, WorkerReport, launch
+from feedback.job import BUILD_FILE_BYTES, launch
 from feedback.messages import bound, clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import Status
@@ -88,6 +84,8 @@ def compile_candidate(problem: Problem, code: str, backend: Backend,
         if not paths.candidate.exists() or paths.candidate.read_text() != code:
             cache.write_atomic(paths.candidate, code)
         with cache.locked(paths.extensions_dir.with_suffix(".lock")):
+            # the PCH of torch's headers is built here, trusted: the child sees the cache read-only
+            fastbuild_prepare.prepare(code, backend, options.cache_dir)
             outcome, deterministic = _build(problem, backend, options, paths)
         outcome = outcome.model_copy(update={"seconds": time.monotonic() - start,
                                              "build_seconds": time.monotonic() - start})
@@ -115,27 +113,3 @@ def _build(problem: Problem, backend: Backend, options: EvalOptions,
         message = clean_message(raw_log, names)
     return CompileOutcome(status=status, message=message, log=log, warnings=report.warnings), \
         run.trusted
-
-
-def _minimal_build(job_path: str) -> int:
-    """Import the candidate from its own file and report; the worker's `build` does more."""
-    import importlib.util
-    import traceback
-
-    job = WorkerJob.model_validate_json(Path(job_path).read_text())
-    status, message = Status.ok, ""
-    try:
-        spec = importlib.util.spec_from_file_location("_kr_candidate", job.candidate_path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        if not isinstance(getattr(module, "ModelNew", None), type):
-            status, message = Status.compile_error, "the candidate defines no class `ModelNew`"
-    except BaseException as exc:  # noqa: BLE001 - whatever the import raises is the candidate's
-        status, message = Status.compile_error, "".join(traceback.format_exception(exc))
-    report = WorkerReport(nonce=job.nonce, status=status, message=message)
-    Path(job.result_path).write_text(report.model_dump_json())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_minimal_build(sys.argv[1]))

@@ -118,6 +118,12 @@ def host_environment(backend: str, device: str) -> Environment:
                        hostname=socket.gethostname())
 
 
+def known_device(env: Environment | None) -> str | None:
+    """The device's real name (`NVIDIA H200`, a CPU model), None when only `cuda:N` is known."""
+    return env.device if env is not None and env.device and not env.device.startswith("cuda") \
+        else None
+
+
 def child_env(*, scratch: Path, extensions_dir: Path | None, gpu_index: int | None,
               arch: str | None, threads: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment of a worker child (allow-listed; HOME and TMPDIR in its scratch)."""

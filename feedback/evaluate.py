@@ -20,11 +20,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-import torch
-
 from feedback import cache
 from feedback.compile import BuildPaths, compile_candidate, locate, path_names
-from feedback.environment import device_index, host_environment, roofline
+from feedback.environment import device_index, host_environment, known_device, roofline
 from feedback.job import BUILD_FILE_BYTES, RUN_FILE_BYTES, JobRun, WorkerReport, launch
 from feedback.messages import clean_message
 from feedback.options import Backend, EvalOptions
@@ -32,11 +30,6 @@ from feedback.result import EvalResult, Status
 from feedback.static import render, screen
 from problems.record import Problem
 from problems.spec import SpecError, select
-
-
-def _device_name(result: EvalResult) -> str | None:
-    env = result.environment
-    return env.device if env is not None and env.device and not env.device.startswith("cuda") else None
 
 
 def _run(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,
@@ -76,15 +69,12 @@ def _merge(old: list[str], new: list[str]) -> list[str]:
 def _reference(problem: Problem, kind: str, role: str, backend: Backend, options: EvalOptions,
                device_name: str | None) -> WorkerReport:
     """A baseline's report, from the cache when this device/torch/size measured it before."""
-    path = cache.reference_path(
-        options.cache_dir, kind, role, problem.id, cache.code_hash(problem.source), options.size,
-        backend == "cpp", device_name, torch.__version__, options.timing_trials, options.warmup,
-        options.input_sets, options.cpu_threads, options.compile_mode if role == "compiled" else "")
-    hit = cache.read_record(path, WorkerReport) if device_name else None
+    path = cache.reference_path(options, problem, kind, role, backend, device_name)
+    hit = cache.read_record(path, WorkerReport) if path else None
     if hit is not None:
         return hit
     run = _run(kind, role, problem, backend, options, None)
-    if device_name and run.trusted and run.report.status == Status.ok:
+    if path and run.trusted and run.report.status == Status.ok:
         cache.write_record(path, run.report)
     return run.report
 
@@ -120,11 +110,16 @@ class LocalEvaluator:
             return prior
         start = time.monotonic()
         paths = locate(code, backend, options)
+        if not paths.outcome.exists():  # called without compile() on this machine: build first
+            built = compile_candidate(problem, code, backend, options)
+            if built.status != Status.ok:
+                return prior.model_copy(update={"status": built.status, "stage": "compile",
+                                                "message": built.message or built.log})
         run = _run("correct", "candidate", problem, backend, options, paths)
         if run.report.status != Status.ok:
             return _fail(prior, "correct", run.report, path_names(paths), time.monotonic() - start)
         env = prior.environment
-        if run.report.environment is not None and (env is None or _device_name(prior) is None):
+        if run.report.environment is not None and known_device(env) is None:
             env = run.report.environment
         return prior.model_copy(update={
             "correctness": run.report.correctness, "environment": env,
@@ -135,9 +130,8 @@ class LocalEvaluator:
                 prior: EvalResult) -> EvalResult:
         if prior.status != Status.ok or not (options.time or options.profile):
             return prior
-        paths, names, result = locate(code, backend, options), {}, prior
+        paths, result, device = locate(code, backend, options), prior, known_device(prior.environment)
         names = path_names(paths)
-        device = _device_name(prior)
         if options.time:
             start = time.monotonic()
             run = _run("time", "candidate", problem, backend, options, paths)
@@ -254,25 +248,6 @@ def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
     return results
 
 
-def _summary(r: EvalResult) -> str:
-    """A few lines for a person at a terminal."""
-    lines = [f"{r.problem_id} [{r.backend}{', size ' + r.size if r.size else ''}]: {r.status.value}"
-             + (f" at {r.stage}" if r.stage else "")]
-    if r.correctness:
-        c = r.correctness
-        lines.append(f"  correct on {c.trials_passed}/{c.trials} trials (max abs err {c.max_abs_err})")
-    if r.runtime:
-        text = f"  runtime {r.runtime.median_ms:.4f} ms (median of {r.runtime.n})"
-        for name, base, speed in (("eager", r.eager, r.speedup_eager),
-                                  ("compile", r.compiled, r.speedup_compile)):
-            if base and speed:
-                text += f"; {name} {base.median_ms:.4f} ms -> {speed:.2f}x"
-        lines.append(text)
-    lines += [f"  warning: {w}" for w in r.warnings]
-    lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in r.stage_seconds.items()))
-    return "\n".join(lines + ([r.message] if r.message else []))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI; exit 0 whenever an evaluation was produced, 2 for bad arguments."""
     parser = argparse.ArgumentParser(prog="python -m feedback.evaluate", description=__doc__.split(
@@ -308,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "run_timeout_s": args.run_timeout, "cache_dir": args.cache_dir}
     options = EvalOptions(**{k: v for k, v in given.items() if v is not None})
     result = evaluate(problem, args.candidate.read_text(), args.backend, options)
-    print(result.model_dump_json() if args.json else _summary(result))
+    print(result.model_dump_json() if args.json else result.summary())
     return 0
 
 

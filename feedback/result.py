@@ -134,3 +134,23 @@ class EvalResult(_Record):
     def correct(self) -> bool:
         """True when the candidate passed correctness (it may still lack timing)."""
         return self.status == Status.ok
+
+    def summary(self) -> str:
+        """A few lines for a person at a terminal (the CLI without --json)."""
+        size = f", size {self.size}" if self.size else ""
+        lines = [f"{self.problem_id} [{self.backend}{size}]: {self.status.value}"
+                 + (f" at {self.stage}" if self.stage else "")]
+        if self.correctness:
+            c = self.correctness
+            lines.append(f"  correct on {c.trials_passed}/{c.trials} trials "
+                         f"(max abs err {c.max_abs_err})")
+        if self.runtime:
+            text = f"  runtime {self.runtime.median_ms:.4f} ms (median of {self.runtime.n})"
+            for name, base, speed in (("eager", self.eager, self.speedup_eager),
+                                      ("compile", self.compiled, self.speedup_compile)):
+                if base and speed:
+                    text += f"; {name} {base.median_ms:.4f} ms -> {speed:.2f}x"
+            lines.append(text)
+        lines += [f"  warning: {w}" for w in self.warnings]
+        lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in self.stage_seconds.items()))
+        return "\n".join(lines + ([self.message] if self.message else []))

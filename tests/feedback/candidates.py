@@ -2,7 +2,7 @@
 
 Builds are the slow part (45 s for C++, 77 s for CUDA here), and the build cache shares an
 extension directory between candidates whose extension sources are identical (feedback/cache.py).
-So every behaviour lives in ONE extension per backend, `OPS_CPP` / `OPS_CUDA`, exposing one function
+So every behaviour lives in ONE extension per backend, `OPS_CPP` / `CUDA_KERNELS`, exposing one function
 per behaviour, and the candidates differ only in which function their Python `forward` calls.
 """
 
@@ -61,9 +61,11 @@ def cpp_candidate(call: str = "relu", source: str = OPS_CPP, functions: list[str
             f"        return ops.{call}(x)\n{extra}")
 
 
-OPS_CUDA = r'''
-#include <torch/extension.h>
-#include <cstdlib>
+# The CUDA file holds only kernels and plain launchers (`no_implicit_headers=True`), so nvcc never
+# parses torch's headers: only the host wrappers (main.cpp) pay for <torch/extension.h>.
+CUDA_KERNELS = r'''
+#include <cstdint>
+#include <cuda_runtime.h>
 
 __global__ void map_kernel(const float* x, float* y, int64_t n, float slope, int64_t offset) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -71,13 +73,24 @@ __global__ void map_kernel(const float* x, float* y, int64_t n, float slope, int
 }
 __global__ void spin_kernel(volatile int* flag) { while (*flag == 0) {} }
 
+void launch_map(const float* x, float* y, int64_t n, float slope, int64_t offset) {
+    int threads = 256;
+    int blocks = (int)((n + threads - 1) / threads);
+    map_kernel<<<blocks, threads>>>(x, y, n, slope, offset);
+}
+void launch_spin(int* flag) { spin_kernel<<<1, 1>>>(flag); }
+'''
+CUDA_WRAPPERS = r'''
+#include <torch/extension.h>
+#include <cstdlib>
+
+void launch_map(const float* x, float* y, int64_t n, float slope, int64_t offset);
+void launch_spin(int* flag);
+
 static torch::Tensor map(torch::Tensor x, float slope, int64_t offset) {
     auto xc = x.contiguous();
     auto y = torch::empty_like(xc);
-    int64_t n = xc.numel();
-    int threads = 256;
-    int blocks = (int)((n + threads - 1) / threads);
-    map_kernel<<<blocks, threads>>>(xc.data_ptr<float>(), y.data_ptr<float>(), n, slope, offset);
+    launch_map(xc.data_ptr<float>(), y.data_ptr<float>(), xc.numel(), slope, offset);
     return y;
 }
 torch::Tensor relu(torch::Tensor x) { return map(x, 0.f, 0); }
@@ -86,31 +99,32 @@ torch::Tensor relu_flat(torch::Tensor x) { return map(x, 0.f, 0).reshape({-1}); 
 torch::Tensor wild(torch::Tensor x) { return map(x, 0.f, int64_t(1) << 40); }  // illegal address
 torch::Tensor hang(torch::Tensor x) {
     auto flag = torch::zeros({1}, x.options().dtype(torch::kInt32));
-    spin_kernel<<<1, 1>>>(flag.data_ptr<int>());
+    launch_spin(flag.data_ptr<int>());
     return x;
 }
 torch::Tensor leave(torch::Tensor x) { std::exit(0); return x; }
 '''
 CUDA_FUNCTIONS = ["relu", "relu_wrong", "relu_flat", "wild", "hang", "leave"]
-CUDA_DECLS = "\n".join(f"torch::Tensor {f}(torch::Tensor x);" for f in CUDA_FUNCTIONS)
 
+# A compile error in the kernel file; the host side is a one-liner, so the build fails in seconds.
 BROKEN_CUDA = r'''
-#include <torch/extension.h>
+#include <cstdint>
 __global__ void relu_kernel(const float* x, float* y, int64_t n) {
     int64_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = x[i] > 0.f ? x[i] : undefined_value;
 }
-torch::Tensor relu(torch::Tensor x) { return x; }
 '''
 
 
-def cuda_candidate(call: str = "relu", source: str = OPS_CUDA, extra: str = "") -> str:
-    """A cuda candidate whose forward returns `ops.<call>(x)`."""
-    decls = CUDA_DECLS if source is OPS_CUDA else "torch::Tensor relu(torch::Tensor x);"
-    functions = CUDA_FUNCTIONS if source is OPS_CUDA else ["relu"]
-    return (HEADER + f"\nSOURCE = r'''{source}'''\n\n"
-            f"ops = load_inline(name='kr_test_cuda_ops', cpp_sources={decls!r}, "
-            f"cuda_sources=SOURCE, functions={functions!r})\n\n\n"
+def cuda_candidate(call: str = "relu", source: str = CUDA_KERNELS, extra: str = "") -> str:
+    """A cuda candidate whose forward returns `ops.<call>(x)` (`source=BROKEN_CUDA`: no build)."""
+    if source is CUDA_KERNELS:
+        build = "cpp_sources=WRAPPERS, cuda_sources=KERNELS, functions=" + repr(CUDA_FUNCTIONS)
+        wrappers = CUDA_WRAPPERS
+    else:
+        build, wrappers = "cpp_sources=WRAPPERS, cuda_sources=KERNELS", "int placeholder = 0;"
+    return (HEADER + f"\nKERNELS = r'''{source}'''\nWRAPPERS = r'''{wrappers}'''\n\n"
+            f"ops = load_inline(name='kr_test_cuda_ops', {build}, no_implicit_headers=True)\n\n\n"
             "class ModelNew(nn.Module):\n"
             "    def forward(self, x):\n"
             f"        return ops.{call}(x)\n{extra}")
