@@ -15,11 +15,29 @@ from feedback.options import EvalOptions
 from feedback.result import Status
 
 
+# Speaks the worker's side of the contract: the job from a file (`WORKER JOB.json`, results at
+# `job["result_path"]`) or, with `--channel FD`, from stdin with a hello frame then the report on FD.
+PRELUDE = """
+import json, os, sys
+if "--channel" in sys.argv:
+    fd = int(sys.argv[sys.argv.index("--channel") + 1])
+    job = json.loads(sys.stdin.read())
+    def send(report, hello=None):
+        hi = {"hello": job["nonce"] if hello is None else hello, "kind": job["kind"], "role": job["role"]}
+        os.write(fd, (json.dumps(hi) + "\\n" + json.dumps(report) + "\\n").encode())
+else:
+    job = json.load(open(sys.argv[1]))
+    def send(report, hello=None):
+        json.dump(report if hello is None else {**report, "nonce": hello}, open(job["result_path"], "w"))
+def report(**fields):
+    return {"nonce": job["nonce"], "kind": job["kind"], "role": job["role"],
+            "problem_id": job["problem"]["id"], "status": "mismatch", **fields}
+"""
+
+
 def stand_in(monkeypatch, body: str) -> None:
-    """Make `python -m feedback.worker JOB` run `body` with `job` (a dict) and `out` defined."""
-    script = ("import json, sys, os\njob = json.load(open(sys.argv[1]))\nout = job['result_path']\n"
-              + body)
-    monkeypatch.setattr(job_module, "worker_entry", lambda: [sys.executable, "-c", script])
+    """Make the worker's command run `body` after PRELUDE (which defines `job`, `send`, `report`)."""
+    monkeypatch.setattr(job_module, "worker_entry", lambda: [sys.executable, "-c", PRELUDE + body])
 
 
 def run(relu, tmp_path, timeout_s: float = 20):
@@ -28,21 +46,21 @@ def run(relu, tmp_path, timeout_s: float = 20):
                   extensions_dir=tmp_path / "ext", arch=None, gpu_index=None, timeout_s=timeout_s)
 
 
-REPORT = "json.dump({'nonce': NONCE, 'status': 'ok', 'message': 'fine'}, open(out, 'w'))\n"
+REPORT = "send(report(message='values differ'))\n"
 
 
 def test_a_valid_report_is_trusted(monkeypatch, relu, tmp_path):
-    stand_in(monkeypatch, REPORT.replace("NONCE", "job['nonce']"))
+    stand_in(monkeypatch, REPORT)
     got = run(relu, tmp_path)
-    assert got.trusted and got.report.status == Status.ok and got.report.message == "fine"
+    assert got.trusted and got.report.status == Status.mismatch
+    assert got.report.message == "values differ"
 
 
 @pytest.mark.parametrize("body,status,words", [
-    (REPORT.replace("NONCE", "'guessed'"), Status.runtime_error, "forged or missing result"),
-    ("open(out, 'w').write('{\"status\": \"ok\"')\n", Status.runtime_error, "forged or missing"),
+    ("send(report(), hello='guessed')\n", Status.runtime_error, "forged or missing result"),
+    ("send({'nonce': job['nonce']})\n", Status.runtime_error, "forged or missing result"),
     ("print('all good')\n", Status.runtime_error, "forged or missing result"),
-    (REPORT.replace("NONCE", "job['nonce']") + "os._exit(3)\n", Status.runtime_error,
-     "exited with status 3 after writing its report"),
+    (REPORT + "os._exit(3)\n", Status.runtime_error, "exited with status 3 after writing its report"),
     ("import signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", Status.runtime_error, "SIGSEGV"),
     ("import time\ntime.sleep(60)\n", Status.timeout, "timed out after 3 s"),
     ("raise ValueError('boom in the worker')\n", Status.runtime_error, "boom in the worker"),
@@ -55,8 +73,7 @@ def test_anything_else_is_a_value_not_an_exception(monkeypatch, relu, tmp_path, 
 
 
 def test_the_job_file_carries_the_contract(monkeypatch, relu, tmp_path):
-    stand_in(monkeypatch, "WorkerJob = None\nopen(out + '.job', 'w').write(json.dumps(job))\n"
-             + REPORT.replace("NONCE", "job['nonce']"))
+    stand_in(monkeypatch, REPORT)
     seen = {}
     real = job_module.run_job
 
