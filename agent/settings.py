@@ -67,7 +67,7 @@ class RunSettings(BaseModel):
     noise_margin: float = Field(default=0.07, ge=0.0, description=(
         "Least relative runtime gain a new best-so-far needs; the evaluator's measured noise "
         "is used instead when it is larger. The default is the between-process spread measured "
-        "for one unchanged kernel on an H200 (6.9%, docs/gpu-validation.md): the evaluator's "
+        "for one unchanged kernel on an H200 (6.9 percent, docs/gpu-validation.md): the evaluator's "
         "within-process noise alone underestimates it."))
     eval_options: dict[str, Any] = Field(default_factory=dict, description=(
         "feedback.options.EvalOptions overrides (timing_trials, tolerance, device...); size and "

@@ -94,3 +94,14 @@ def test_refine_cli_prints_the_per_turn_table(tmp_path, scripted, transcript, ca
     assert "fast_0" in out and "fast_1" in out and "fast_2" in out and "geomean" in out
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert "0%" in rows[0] and "100%" in rows[1] and "2.50x" in rows[1] and "unknown" in rows[1]
+
+
+@pytest.mark.parametrize("module", ["agent.refine", "agent.sample"])
+def test_help_renders_every_option(module, capsys):
+    """argparse formats help lazily: a stray `%` in a settings description only breaks --help."""
+    import importlib
+
+    with pytest.raises(SystemExit) as exit_info:
+        importlib.import_module(module).main(["--help"])
+    assert exit_info.value.code == 0
+    assert "--problems" in capsys.readouterr().out
