@@ -1,8 +1,10 @@
 """The contract between the evaluator (parent) and its worker children.
 
-The parent writes a `WorkerJob` as JSON, starts `python -m feedback.worker JOB.json` in a sandboxed
-child, and reads back a `WorkerReport` from `job.result_path` (never from stdout). The report must
-echo the job's nonce, or the parent treats it as forged.
+The parent hands a `WorkerJob` to `python -m feedback.worker --channel FD` on stdin (an unlinked
+file) and reads the `WorkerReport` back from descriptor FD (another unlinked file), never from
+stdout or a path the candidate could write: the worker's hello frame must echo the job's nonce,
+exactly one report must follow, and it must answer this job with sane numbers
+(feedback/worker/channel.py), or the parent treats it as forged.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from feedback.cache import digest, locked
 from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
-from feedback.sandbox import ChildOutcome, run_child
 from feedback.result import Correctness, Environment, Profile, Status, TimingStats
+from feedback.sandbox import ChildOutcome, run_child
 from problems.record import Problem
 
 
@@ -52,6 +54,9 @@ class WorkerReport(BaseModel):
 
     nonce: str
     status: Status
+    kind: str | None = Field(default=None, description="The job's kind, echoed for the parent's check.")
+    role: str | None = Field(default=None, description="The job's role, echoed.")
+    problem_id: str | None = Field(default=None, description="The job's problem, echoed.")
     message: str = ""
     correctness: Correctness | None = None
     timing: TimingStats | None = None
@@ -90,26 +95,33 @@ def worker_entry() -> list[str]:
 def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
             memory_mb: int | None, max_output_bytes: int | None = RUN_FILE_BYTES,
             readonly: Sequence[Path] = (), writable: Sequence[Path] = ()) -> JobRun:
-    """Write the job, run the worker in the sandbox, and read back a report it can trust.
+    """Hand the job to the worker in the sandbox, and read back a report it can trust.
 
-    The report is accepted only from a child that exited 0, at `job.result_path`, valid against
-    `WorkerReport`, and echoing the nonce; anything else becomes a report written here, so a
-    crash, hang or forged result is a value, never an exception.
+    The report is accepted only from a child that exited 0, through its private channel, after
+    the worker's hello, alone, and consistent with the job (feedback/worker/channel.py); anything
+    else becomes a report written here, so a crash, hang or forged result is a value, never an
+    exception.
     """
+    from feedback.worker import channel
+
     scratch = Path(job.scratch_dir)
     scratch.mkdir(parents=True, exist_ok=True)
-    result = Path(job.result_path)
-    result.unlink(missing_ok=True)
-    job_path = scratch / "job.json"
-    job_path.write_text(job.model_dump_json())
-    outcome = run_child([*worker_entry(), str(job_path)], cwd=scratch, env=env,
-                        timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10, memory_mb=memory_mb,
-                        max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
-                        writable=[scratch, *writable])
-    report = _read_report(result, job.nonce)
+    with tempfile.TemporaryFile() as job_file, tempfile.TemporaryFile() as report_file:
+        job_file.write(job.model_dump_json().encode())
+        job_file.seek(0)
+        fd = report_file.fileno()
+        outcome = run_child([*worker_entry(), "--channel", str(fd)], cwd=scratch, env=env,
+                            timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10, memory_mb=memory_mb,
+                            max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
+                            writable=[scratch, *writable], stdin=job_file, pass_fds=(fd,))
+        report_file.seek(0)
+        text = report_file.read(channel.MAX_CHANNEL_BYTES + 1).decode("utf-8", errors="replace")
+    report, why = channel.accept(text, job) if len(text) <= channel.MAX_CHANNEL_BYTES \
+        else (None, "the channel holds more than a report")
     if report is not None and outcome.ok:
-        return JobRun(report=report, outcome=outcome, trusted=True)
-    return JobRun(report=_failure_report(job, outcome, timeout_s, memory_mb, report is not None),
+        return JobRun(report=report.model_copy(update={"nonce": job.nonce}), outcome=outcome,
+                      trusted=True)
+    return JobRun(report=_failure_report(job, outcome, timeout_s, memory_mb, report is not None, why),
                   outcome=outcome, trusted=False)
 
 
@@ -143,18 +155,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _read_report(path: Path, nonce: str) -> WorkerReport | None:
-    try:
-        if path.stat().st_size > 16 * 1024 * 1024:
-            return None
-        report = WorkerReport.model_validate_json(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return report if secrets.compare_digest(report.nonce, nonce) else None
-
-
 def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
-                    memory_mb: int | None, had_report: bool) -> WorkerReport:
+                    memory_mb: int | None, had_report: bool, why: str = "") -> WorkerReport:
     """The report the parent writes for a child that did not deliver a trustworthy one."""
     what = {"build": "the build", "correct": "the correctness run", "time": "the timing run",
             "profile": "the profiling run"}.get(job.kind, f"the {job.kind} job")
@@ -163,7 +165,7 @@ def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
     elif outcome.ok:
         status = Status.runtime_error
         text = (f"forged or missing result: {what} exited with status 0 without a valid report "
-                "(did the candidate exit early or write its own result?)")
+                f"({why + '; ' if why else ''}did the candidate exit early or write its own result?)")
     else:
         status = Status.runtime_error
         text = f"{what} {outcome.describe(timeout_s, memory_mb)}"

@@ -45,3 +45,7 @@ class EvalOptions(BaseModel):
                                       "roofline; None = the known-GPU table.")
     peak_bandwidth_gbs: float | None = Field(default=None, description="Device memory bandwidth "
                                              "(GB/s) for the roofline; None = the known-GPU table.")
+    library_ops: Literal["strict", "glue", "allow"] = Field(
+        default="glue", description="Library-op policy (feedback/policy.py): `glue` refuses a "
+        "candidate whose library calls redo the reference or whose own kernel never runs; `strict` "
+        "allows only glue ops (empty, view, reshape, ...); `allow` is KernelBench's rule.")

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -196,7 +197,8 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
               cpu_time_s: float | None = None, memory_mb: int | None = None,
               max_output_bytes: int | None = 64 * 1024 * 1024, gpu: bool = False,
               readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
-              isolate: bool = True, nofile: int = 4096, tail_bytes: int = TAIL_BYTES) -> ChildOutcome:
+              isolate: bool = True, nofile: int = 4096, tail_bytes: int = TAIL_BYTES,
+              stdin: IO[bytes] | None = None, pass_fds: Sequence[int] = ()) -> ChildOutcome:
     """Run argv in a new session under limits and return how it ended; never raises for the child.
 
     Args:
@@ -213,6 +215,8 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
         isolate: use the namespaces and capability drop that this machine allows.
         nofile: RLIMIT_NOFILE.
         tail_bytes: how much of stdout/stderr is read back.
+        stdin: the child's standard input (default /dev/null); the job travels this way.
+        pass_fds: descriptors the child inherits (the worker's report channel).
     """
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
@@ -225,8 +229,10 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
     timed_out = memory_exceeded = False
     with out_path.open("wb") as out, err_path.open("wb") as err:
         try:
-            proc = subprocess.Popen(full_argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True, close_fds=True)
+            proc = subprocess.Popen(full_argv, cwd=cwd, env=dict(env),
+                                    stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                    stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                                    pass_fds=tuple(pass_fds))
         except OSError as exc:
             return ChildOutcome(returncode=127, stderr_tail=f"could not start {argv[0]}: {exc}",
                                 wall_s=time.monotonic() - start)

@@ -1,9 +1,13 @@
-"""`python -m feedback.worker JOB.json`: run one job, write its report to `job.result_path`.
+"""`python -m feedback.worker --channel FD` (the evaluator's way) or `python -m feedback.worker JOB.json`.
 
-Exit status 0 once a report is written, whatever its status; 2 when the job file is unreadable
-(then there is nowhere to write). The worker leaves through `os._exit`: a candidate's `atexit`
-handlers and leftover non-daemon threads must neither rewrite the report nor hold the process.
-The report is written to a temporary file and renamed, so the parent never reads half of one.
+With `--channel FD` the job arrives on stdin and the report leaves through descriptor FD as frames
+(feedback/worker/channel.py): a hello echoing the nonce, written before anything of the candidate
+runs, after which the nonce is erased; then the report. With a JOB.json path (tests, debugging)
+the report is written to `job.result_path`, echoing the nonce.
+
+Exit status 0 once a report is written, whatever its status; 2 when the job is unreadable (then
+there is nowhere to write). The worker leaves through `os._exit`: a candidate's `atexit` handlers
+and leftover non-daemon threads must neither rewrite the report nor hold the process.
 """
 
 from __future__ import annotations
@@ -14,14 +18,23 @@ import sys
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 2:
-        print("usage: python -m feedback.worker JOB.json", file=sys.stderr)
-        os._exit(2)
+    channel_fd = None
     try:
-        with open(argv[1]) as f:
-            raw = json.load(f)
+        if len(argv) == 3 and argv[1] == "--channel":
+            from feedback.worker import channel
+
+            channel_fd = channel.hide(int(argv[2]))
+            data = channel.read_job(0)
+            raw = json.loads(data)
+            data[:] = bytes(len(data))  # the nonce leaves memory with the text
+        elif len(argv) == 2:
+            with open(argv[1]) as f:
+                raw = json.load(f)
+        else:
+            print("usage: python -m feedback.worker (--channel FD | JOB.json)", file=sys.stderr)
+            os._exit(2)
     except (OSError, ValueError) as exc:
-        print(f"feedback.worker: cannot read the job file {argv[1]}: {exc}", file=sys.stderr)
+        print(f"feedback.worker: cannot read the job file: {exc}", file=sys.stderr)
         os._exit(2)
     # Caches must be named before torch / triton are imported.
     from feedback.worker.caches import configure_environment
@@ -32,12 +45,23 @@ def main(argv: list[str]) -> None:
     from feedback.worker.run import run_job
 
     try:
+        if channel_fd is not None:
+            from feedback.worker import channel
+
+            channel.write_frame(channel_fd, channel.hello(raw.get("kind"), raw.get("role", "candidate"),
+                                                          raw.get("nonce", "")))
+            raw["nonce"] = ""
         job = WorkerJob.model_validate(raw)
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         print(f"feedback.worker: invalid job: {exc}", file=sys.stderr)
         os._exit(2)
-    report = run_job(job)
-    write_report(job.result_path, report.model_dump_json())
+    del raw
+    report = run_job(job, in_process=False)
+    if channel_fd is not None:
+        channel.write_frame(channel_fd, report.model_dump_json())
+        _flush()
+    else:
+        write_report(job.result_path, report.model_dump_json())
     os._exit(0)
 
 
@@ -47,6 +71,10 @@ def write_report(path: str, text: str) -> None:
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
+    _flush()
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

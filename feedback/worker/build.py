@@ -8,6 +8,8 @@ descriptors 1/2 during the import (the candidate's prints, a verbose build) is c
 from __future__ import annotations
 
 from feedback.job import WorkerJob
+from feedback.result import Status
+from feedback.worker import audit
 from feedback.worker.capture import capture
 from feedback.worker.errors import JobFailure, bound
 from feedback.worker.loading import import_candidate
@@ -20,11 +22,18 @@ def run_build(job: WorkerJob) -> list[str]:
     if not job.candidate_path:
         raise ValueError("a build job needs candidate_path")
     failure: JobFailure | None = None
+    log = audit.install()
+    log.watch(job.candidate_path)
     with capture(job.scratch_dir) as output:
         try:
             import_candidate(job.candidate_path)
         except JobFailure as exc:
             failure = exc
+    log.retire()
+    attempts = log.take()
+    if attempts:
+        failure = JobFailure(Status.guard_violation, "harness tampering while the candidate was "
+                             f"imported: {'; '.join(attempts[:5])} (refused)")
     text = output.text.strip()
     if failure is not None:
         extra = f"\n--- output during the build ---\n{text}" if text else ""

@@ -25,8 +25,14 @@ from feedback.job import WorkerJob
 from feedback.result import Correctness, Status
 from feedback.worker import guards, inputs
 from feedback.worker.errors import JobFailure
-from feedback.worker.harness import (Harness, call_candidate, call_reference, check_integrity,
-                                     fresh_inputs, prepare)
+from feedback.worker.harness import (
+    Harness,
+    call_candidate,
+    call_reference,
+    check_integrity,
+    fresh_inputs,
+    prepare,
+)
 from feedback.worker.ops import dispatched_ops
 from feedback.worker.tolerance import Comparison, compare, tolerance_for
 

@@ -3,8 +3,10 @@
 Order matters, and is the point of this module (issue 4, classes 2, 5, 12):
 1. The problem module, the reference model (and its float64 twin) and a warm-up reference call are
    made *before* the candidate is imported: CUDA and the CPU thread pool exist by then, so the
-   thread baseline and the tamper snapshot are taken over a settled process.
-2. The candidate is imported from its own file and built with the reference's weights.
+   thread baseline and the tamper snapshot are taken over a settled process. The warm-up call also
+   records the operators the reference dispatches (whose kernels must stay torch's).
+2. The audit hook (audit.py) starts watching the candidate's file; then the candidate is imported
+   from that file and built with the reference's weights.
 3. `call_candidate` poisons freed memory first, runs the candidate on its own clones, waits for
    the whole device, then checks: exceptions and launch errors, output type/stride/aliasing,
    deferred writes, leftover threads, tampering.
@@ -20,9 +22,16 @@ from typing import Any
 import torch
 
 from feedback.job import WorkerJob
+from feedback.policy import own_code_violation
 from feedback.result import Status
-from feedback.worker import devices, guards, inputs, loading, tamper
+from feedback.worker import audit, devices, guards, inputs, loading, tamper
 from feedback.worker.errors import JobFailure, candidate_error
+from feedback.worker.ops import dispatched_ops
+from feedback.worker.owncode import OwnCode
+
+KEEP_ALIVE: list[Harness] = []
+"""Every harness of this process, so that the candidate's objects are never freed (and their
+finalizers never run) after the job's last integrity check; see run.run_job."""
 
 
 @dataclass
@@ -43,6 +52,11 @@ class Harness:
     candidate_module: types.ModuleType | None = None
     threads: guards.ThreadCount | None = None
     snapshot: tamper.Snapshot | None = None
+    dispatch: tamper.DispatchTable | None = None
+    reference_ops: dict[str, int] = field(default_factory=dict)
+    reference_hooks: dict[str, int] = field(default_factory=dict)
+    audit: audit.AuditLog | None = None
+    own: OwnCode | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -57,6 +71,7 @@ def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = N
         sample_seed = inputs.secret_seed()
         sample = inputs.make_inputs(problem, device, sample_seed)
         reproducible = _same_inputs(sample, inputs.make_inputs(problem, device, sample_seed))
+        reference_ops = dispatched_ops(reference, sample)
         with torch.no_grad():
             out = reference(*sample)
         devices.synchronize(device)
@@ -66,12 +81,14 @@ def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = N
         raise JobFailure(Status.runtime_error, f"the reference program failed: {exc!r}") from exc
     harness = Harness(job, device, problem, reference, init_inputs, seed,
                       output_sizes=[t.untyped_storage().nbytes() for t in inputs.tensors(out)],
-                      io_bytes=inputs.nbytes(sample) + inputs.nbytes(out), reproducible=reproducible)
+                      io_bytes=inputs.nbytes(sample) + inputs.nbytes(out), reproducible=reproducible,
+                      reference_ops=reference_ops, reference_hooks=tamper.instance_hooks(reference))
     if with64:
         harness.reference64 = _float64_twin(harness)
     if job.backend == "triton":
         with contextlib.suppress(ImportError):
-            import triton  # noqa: F401 - imported before the snapshot, like torch
+            import triton
+    KEEP_ALIVE.append(harness)
     if job.candidate_path:
         _load_candidate(harness)
     return harness
@@ -97,20 +114,53 @@ def _float64_twin(h: Harness) -> torch.nn.Module | None:
 def _load_candidate(h: Harness) -> None:
     h.threads = guards.ThreadCount()
     h.snapshot = tamper.Snapshot([("problem", h.problem)] + tamper.model_namespaces(h.reference, "problem"))
-    module = h.candidate_module = loading.import_candidate(h.job.candidate_path)
-    check_integrity(h, "after the candidate's import")
-    h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device)
-    check_integrity(h, "after ModelNew() was built")
+    h.dispatch = tamper.DispatchTable()
+    h.audit = audit.install()
+    h.audit.watch(h.job.candidate_path)
+    try:
+        module = h.candidate_module = loading.import_candidate(h.job.candidate_path)
+    except JobFailure:
+        check_audit(h, "while the candidate was imported")
+        raise
+    check_integrity(h, "after the candidate's import", full=True)
+    try:
+        h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device)
+    except JobFailure:
+        check_audit(h, "while ModelNew() was built")
+        raise
+    check_integrity(h, "after ModelNew() was built", full=True)
+    if h.job.options.library_ops != "allow":
+        h.own = OwnCode(h.job.extensions_dir, h.job.candidate_path)
+        h.own.refresh()
 
 
-def check_integrity(h: Harness, when: str) -> None:
-    """Threads, tampering and instance-level `forward` overrides on the reference."""
+def check_audit(h: Harness, when: str) -> None:
+    """Attempts the audit hook refused (audit.py): frames, heap, /proc, processes, ..."""
+    attempts = h.audit.take() if h.audit is not None else []
+    if h.audit is not None and not h.audit.active:
+        attempts.append("the evaluator's audit hook was switched off")
+    if attempts:
+        shown = "; ".join(attempts[:5]) + (f"; and {len(attempts) - 5} more" if len(attempts) > 5 else "")
+        raise guards.violation(f"harness tampering {when}: {shown} (refused)")
+
+
+def check_integrity(h: Harness, when: str, full: bool = False) -> None:
+    """Audit attempts, threads, tampering, the dispatcher and `forward` overrides on the reference.
+
+    `full` compares every aten operator's kernels (80 ms); otherwise those the reference uses.
+    """
+    check_audit(h, when)
     if h.threads is not None:
         h.threads.check(when)
     changes = h.snapshot.changes() if h.snapshot is not None else []
+    if h.dispatch is not None:
+        changes += h.dispatch.changes(None if full else h.reference_ops)
     overridden = tamper.instance_overrides(h.reference)
     if overridden:
         changes.append(f"forward of reference module(s) {overridden} replaced")
+    hooked = tamper.instance_hooks(h.reference)
+    if hooked != h.reference_hooks:
+        changes.append(f"forward hooks of the reference changed: {hooked}")
     if changes:
         shown = "; ".join(changes[:10]) + (f"; and {len(changes) - 10} more" if len(changes) > 10 else "")
         raise guards.violation(f"harness or torch tampered with {when}: {shown}")
@@ -122,18 +172,29 @@ def fresh_inputs(h: Harness, seed: int, stress: str | None = None) -> Any:
     return inputs.stress(values, stress) if stress else values
 
 
-def call_candidate(h: Harness, args: Any, held: Any = ()) -> Any:
-    """One guarded candidate call on `args` (its own clones); returns the checked output."""
+def call_candidate(h: Harness, args: Any, held: Any = (), label: str = "a call") -> Any:
+    """One guarded candidate call on `args` (its own clones); returns the checked output.
+
+    When the library-op policy is not `allow`, the call must run the candidate's own compiled
+    code (owncode.py), or it is a guard violation naming `label`.
+    """
     guards.poison_memory(h.device, h.output_sizes, 2 * h.io_bytes)
+    own_calls = None
     try:
         with torch.no_grad():
-            output = h.candidate(*args)
+            if h.own is not None:
+                output, own_calls = h.own.run(lambda: h.candidate(*args))
+            else:
+                output = h.candidate(*args)
         devices.synchronize(h.device)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit and CUDA errors included
+    except BaseException as exc:
+        check_audit(h, "during forward()")
         raise candidate_error(exc, "ModelNew.forward raised") from exc
     guards.check_output(output, args, held)
     guards.check_stable(output, h.device)
     check_integrity(h, "after forward()")
+    if own_calls == 0:
+        raise guards.violation(own_code_violation([label]))
     return output
 
 

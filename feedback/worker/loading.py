@@ -53,7 +53,7 @@ def import_candidate(path: str | Path) -> types.ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the candidate's too
+    except BaseException as exc:
         failure = candidate_error(exc, "importing the candidate failed")
         raise JobFailure(Status.compile_error, failure.message) from exc
     if not isinstance(getattr(module, "ModelNew", None), type):
@@ -79,7 +79,7 @@ def build_candidate(candidate_module: types.ModuleType, reference: torch.nn.Modu
     try:
         model = candidate_module.ModelNew(*init_inputs)
         model = model.to(device).eval()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         raise candidate_error(exc, "constructing ModelNew failed") from exc
     if not isinstance(model, torch.nn.Module):
         raise JobFailure(Status.runtime_error, "ModelNew(...) is not a torch.nn.Module")

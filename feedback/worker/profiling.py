@@ -88,7 +88,7 @@ def _events(h: Harness, model: torch.nn.Module, args: Any) -> list[Any]:
                     with record_function(FORWARD):
                         model(*args)
                 devices.synchronize(h.device)
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         raise candidate_error(exc, "forward raised while profiling") from exc
     return list(prof.key_averages())
 

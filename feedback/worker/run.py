@@ -8,6 +8,7 @@ candidate's own call so that nobody mistakes it for the candidate's message.
 
 from __future__ import annotations
 
+import gc
 from time import perf_counter
 
 import torch
@@ -15,24 +16,38 @@ import torch
 from feedback import fastbuild
 from feedback.job import WorkerJob, WorkerReport
 from feedback.result import Status
+from feedback.worker import audit, harness
 from feedback.worker.caches import configure_environment
 from feedback.worker.errors import JobFailure, format_exception
 
 
-def run_job(job: WorkerJob) -> WorkerReport:
-    """Dispatch on `job.kind`; never raises (except for interpreter-ending signals)."""
+def run_job(job: WorkerJob, in_process: bool = True) -> WorkerReport:
+    """Dispatch on `job.kind`; never raises (except for interpreter-ending signals).
+
+    `in_process` (tests, one interpreter for many jobs): afterwards, switch the job's audit hook
+    off and let its harness go. The worker process passes False: the hook stays on and the harness
+    (with the candidate's objects) stays alive until `os._exit`, so no finalizer of the candidate
+    runs between the last integrity check and the report's serialisation.
+    """
     start = perf_counter()
     configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
     fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
-    report = WorkerReport(nonce=job.nonce, status=Status.ok)
+    report = WorkerReport(nonce=job.nonce, status=Status.ok, kind=job.kind, role=job.role,
+                          problem_id=job.problem.id)
     try:
         _dispatch(job, report)
     except JobFailure as failure:
         report.status, report.message = failure.status, failure.message
         report.correctness = failure.correctness or report.correctness
-    except BaseException as exc:  # noqa: BLE001 - the report must be written whatever happened
+    except BaseException as exc:
         report.status = Status.runtime_error
         report.message = format_exception(exc, f"the {job.kind} job failed outside the candidate's call:")
+    finally:
+        if not in_process:
+            gc.disable()  # no candidate finalizer may run from here on (see the docstring)
+        if in_process:
+            audit.retire_all()
+            harness.KEEP_ALIVE.clear()
     report.environment = _environment(job)
     report.seconds = perf_counter() - start
     return report
@@ -46,9 +61,7 @@ def _dispatch(job: WorkerJob, report: WorkerReport) -> None:
     elif job.kind == "correct":
         from feedback.worker.correct import run_correct
 
-        report.correctness, report.warnings, ops = run_correct(job)
-        if "dispatched" in WorkerReport.model_fields:  # a field this worker added to feedback/job.py
-            report.dispatched = ops
+        report.correctness, report.warnings, report.dispatched = run_correct(job)
     elif job.kind == "time":
         from feedback.worker.timing import run_time
 

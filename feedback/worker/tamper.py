@@ -15,7 +15,17 @@ What is watched (identity, `is`, never equality, except plain constants):
   inside the reference model, with the code objects of their functions;
 - the worker's own modules and their functions' code objects;
 - precision flags (TF32, reduced-precision reductions), default dtype, and the stacks of
-  `TorchFunctionMode` / `TorchDispatchMode` (a mode could rewrite what the reference computes).
+  `TorchFunctionMode` / `TorchDispatchMode` (a mode could rewrite what the reference computes);
+  cuDNN/oneDNN switches and torch's thread counts (more threads for the candidate's process is an
+  unfair clock on cpp); the number of global `nn.Module` hooks (a global forward hook sees, and can
+  rewrite, the reference's output);
+- `statistics`, `random`, `threading`, `secrets`, the profiler and dispatch-mode modules, the
+  records of `feedback.job` / `feedback.result` and pydantic's `BaseModel`, and the classes defined
+  in every watched harness module (patching `ThreadCount.check` leaves the module table intact);
+- the dispatcher (`DispatchTable`): kernels registered for aten operators. An extension that
+  registers its own kernel for `aten::relu` (TORCH_LIBRARY_IMPL, or `torch.library`) changes what
+  the *reference* computes. All operators are compared after the import, after construction and at
+  the end of a job (80 ms); the operators the reference dispatches after every candidate call.
 """
 
 from __future__ import annotations
@@ -49,6 +59,14 @@ def precision_flags() -> dict[str, Any]:
         "default_dtype": torch.get_default_dtype,
         "function_modes": torch._C._len_torch_function_stack,
         "dispatch_modes": torch._C._len_torch_dispatch_stack,
+        "cudnn.enabled": lambda: torch.backends.cudnn.enabled,
+        "cudnn.benchmark": lambda: torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": lambda: torch.backends.cudnn.deterministic,
+        "mkldnn.enabled": lambda: torch.backends.mkldnn.enabled,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
+        "num_threads": torch.get_num_threads,
+        "num_interop_threads": torch.get_num_interop_threads,
+        "global module hooks": _global_hook_counts,
     }
     flags = {}
     for name, probe in probes.items():
@@ -57,6 +75,19 @@ def precision_flags() -> dict[str, Any]:
         except Exception:  # a knob this torch build lacks
             flags[name] = None
     return flags
+
+
+def _global_hook_counts() -> tuple[int, ...]:
+    """How many global nn.Module hooks of each kind are registered."""
+    from torch.nn.modules import module
+
+    return tuple(len(v) for k, v in sorted(vars(module).items())
+                 if k.startswith("_global") and isinstance(v, dict))
+
+
+_EXTRA_MODULES = ("statistics", "random", "threading", "_thread", "torch.profiler",
+                  "torch.autograd.profiler", "torch.utils._python_dispatch", "torch.random",
+                  "feedback.job", "feedback.result", "feedback.policy")
 
 
 def _namespaces() -> list[tuple[str, Any]]:
@@ -72,8 +103,17 @@ def _namespaces() -> list[tuple[str, Any]]:
     for name, value in vars(torch.nn).items():
         if isinstance(value, type) and issubclass(value, torch.nn.Module) and value is not torch.nn.Module:
             spaces.append((f"torch.nn.{name}", value))
-    spaces += [(name, module) for name, module in list(sys.modules.items())
-               if name.startswith("feedback.worker") and module is not None]
+    spaces += [(name, sys.modules[name]) for name in _EXTRA_MODULES if sys.modules.get(name)]
+    import pydantic
+
+    spaces.append(("pydantic.BaseModel", pydantic.BaseModel))
+    harness = [(name, module) for name, module in list(sys.modules.items())
+               if (name.startswith("feedback.worker") or name in _EXTRA_MODULES[-3:])
+               and module is not None]
+    spaces += harness
+    for name, module in harness:  # classes defined there: their methods are harness code too
+        spaces += [(f"{name}.{k}", v) for k, v in vars(module).items()
+                   if isinstance(v, type) and getattr(v, "__module__", None) == name]
     return spaces
 
 
@@ -161,6 +201,41 @@ def model_namespaces(model: torch.nn.Module, label: str) -> list[tuple[str, Any]
     return [(f"{label}.{cls.__qualname__}", cls) for cls in seen]
 
 
+def instance_hooks(model: torch.nn.Module) -> dict[str, int]:
+    """Forward (pre-)hooks per submodule that has any (weight_norm's are the problem's own)."""
+    counts = {name or "<root>": len(m._forward_hooks) + len(m._forward_pre_hooks)
+              for name, m in model.named_modules()}
+    return {k: v for k, v in counts.items() if v}
+
+
 def instance_overrides(model: torch.nn.Module) -> list[str]:
     """Submodules whose `forward` was replaced on the instance (`m.forward = fake`)."""
     return [name or "<root>" for name, module in model.named_modules() if "forward" in vars(module)]
+
+
+class DispatchTable:
+    """The dispatcher's kernel table for aten operators, to tell whether a candidate replaced one."""
+
+    def __init__(self, ops: Iterable[str] | None = None) -> None:
+        names = list(ops) if ops is not None else [
+            n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")]
+        self._dumps = {n: _dump(n) for n in names}
+
+    def changes(self, ops: Iterable[str] | None = None) -> list[str]:
+        """`kernel of aten::relu for CPU replaced` for every changed registration (all, or `ops`)."""
+        found = []
+        for name in (self._dumps if ops is None else [o for o in ops if o in self._dumps]):
+            before, now = self._dumps[name], _dump(name)
+            if now != before:
+                keys = sorted(set(now.splitlines()) ^ set(before.splitlines()))
+                shown = sorted({k.split(":", 1)[0] for k in keys})[:4]
+                found.append(f"kernel of {name} registered anew ({', '.join(shown)}): the operator "
+                             "the reference calls was replaced")
+        return found
+
+
+def _dump(name: str) -> str:
+    try:
+        return torch._C._dispatch_dump(name)
+    except Exception:
+        return ""

@@ -55,7 +55,7 @@ def run_time(job: WorkerJob) -> TimingResult:
         outputs[k] = None
         try:
             ms, outputs[k] = clock.time(lambda: program(*buffers[k]))
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             raise _call_failure(job, exc) from exc
         if job.role == "candidate":
             guards.check_output(outputs[k], buffers[k], [o for i, o in enumerate(outputs) if i != k])

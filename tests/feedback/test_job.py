@@ -1,4 +1,5 @@
-"""The parent trusts a worker's report only from its own channel: exit 0, valid, nonce echoed.
+"""The parent trusts a worker's report only from its own channel: exit 0, hello with the nonce,
+one valid report for this job.
 
 A stand-in worker (a few lines of Python, no torch) plays each way a child can end.
 """
@@ -13,7 +14,6 @@ from feedback import job as job_module
 from feedback.job import WorkerJob, launch
 from feedback.options import EvalOptions
 from feedback.result import Status
-
 
 # Speaks the worker's side of the contract: the job from a file (`WORKER JOB.json`, results at
 # `job["result_path"]`) or, with `--channel FD`, from stdin with a hello frame then the report on FD.
@@ -84,5 +84,6 @@ def test_the_job_file_carries_the_contract(monkeypatch, relu, tmp_path):
     assert run(relu, tmp_path).trusted
     job, kw = seen["job"], seen["kw"]
     assert job.kind == "correct" and len(job.nonce) >= 24
+    assert not list(tmp_path.rglob("job.json"))  # the job never lands in a file the child can open
     assert kw["env"]["HOME"] == job.scratch_dir and "SECRET" not in " ".join(kw["env"])
     assert kw["env"]["CUDA_VISIBLE_DEVICES"] == ""  # a cpp child sees no GPU

@@ -96,6 +96,7 @@ class Kit:
         options.setdefault("correctness_trials", 3)
         options.setdefault("timing_trials", 10)
         options.setdefault("warmup", 1)
+        options.setdefault("library_ops", "allow")  # pure-Python candidates have no kernel of their own
         return WorkerJob(kind=kind, role=role,
                          problem=source if isinstance(source, Problem) else problem(source),
                          backend=backend, options=EvalOptions(**options),
