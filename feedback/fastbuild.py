@@ -19,6 +19,10 @@ it. The candidate's flags are never removed or reordered; the PCH is appended as
 `-include HEADER`. Anything unexpected (an unknown torch, a failed PCH) logs a warning and
 builds exactly as stock torch would: the accelerator may cost speed, never a result.
 
+Where builds run sandboxed, the cache is read-only to them: the trusted parent calls
+`prepare(code, backend, cache_dir)` (feedback/fastbuild_prepare.py) before starting a build child,
+and the child uses the PCHs that are ready; elsewhere a missing PCH is built on demand.
+
 Every process that imports the same candidate must install the same settings: ninja rebuilds
 whenever a command line changes, so a job that imported without the hook would rebuild. To keep
 that true when a PCH appears between two jobs, the decision taken for a build directory is
@@ -43,6 +47,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback import fastbuild_pch
+from feedback.fastbuild_prepare import prepare
+
+__all__ = ["FastBuild", "accelerated", "install", "prepare", "uninstall"]
 
 log = logging.getLogger("feedback.fastbuild")
 

@@ -31,7 +31,7 @@ def run_build_child(candidate: Path, ext_dir: Path, fast: dict | None,
     `fast` = feedback.fastbuild.FastBuild fields for the accelerated arm, None for stock.
     Returns {ok, wall_s (the import), cpu_s (the process and its compilers), error, decision}.
     """
-    return _run({"mode": "build", "candidate": str(candidate), "ext": str(ext_dir),
+    return _run({"mode": "build", "candidate": str(Path(candidate).resolve()), "ext": str(ext_dir),
                  "fast": fast, "arch": arch}, timeout_s)
 
 
@@ -40,8 +40,9 @@ def run_stock_eval_child(candidate: Path, problem_path: Path, *, ext_dir: Path, 
                          timeout_s: float = 1800) -> dict:
     """Import (stock `load_inline`, building into `ext_dir` unless already built there) and
     evaluate one candidate in one fresh process."""
-    return _run({"mode": "evaluate", "candidate": str(candidate), "ext": str(ext_dir), "fast": None,
-                 "arch": arch, "problem": str(problem_path), "size": size, "device": device,
+    return _run({"mode": "evaluate", "candidate": str(Path(candidate).resolve()),
+                 "ext": str(ext_dir), "fast": None, "arch": arch,
+                 "problem": str(Path(problem_path).resolve()), "size": size, "device": device,
                  "correct_trials": correct_trials, "timing_trials": timing_trials}, timeout_s)
 
 

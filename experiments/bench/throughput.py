@@ -61,7 +61,7 @@ def find_candidates(run_dir: Path, problems_root: Path) -> tuple[list[dict], lis
 
 def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path) -> dict:
     """evaluate_many over every candidate; PCH set-up timed separately."""
-    from feedback import fastbuild_prepare
+    from feedback import fastbuild
     from feedback.evaluate import evaluate_many  # written alongside; imported only when used
     from feedback.options import EvalOptions
     from problems.loaders import load_file
@@ -72,7 +72,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path)
     items = [(load_file(c["problem"]), c["file"].read_text(), args.backend) for c in candidates]
     start = time.monotonic()
     for _, code, backend in items:
-        fastbuild_prepare.prepare(code, backend, cache)
+        fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
     start = time.monotonic()
     results = evaluate_many(items, options, compile_workers=args.compile_workers)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from feedback import fastbuild, fastbuild_pch
+from feedback import fastbuild, fastbuild_pch, fastbuild_prepare
 
 FAKE_CXX = """#!{python}
 import os, pathlib, sys, time
@@ -92,6 +92,32 @@ def test_only_sources_that_start_with_the_torch_header_are_eligible(tmp_path, te
 def test_a_compiler_that_is_not_gcc_gets_no_pch(tmp_path):
     assert fastbuild_pch.key_of("true", "-O3") is None
     assert fastbuild_pch.ensure_header(tmp_path, "true", "-O3") is None
+
+
+# --- what the trusted parent prepares --------------------------------------------------------------
+
+CALL = "from torch.utils.cpp_extension import load_inline\next = load_inline({args})\n"
+
+
+@pytest.mark.parametrize("args,expected", [
+    ("name='a', cpp_sources=src, functions=['f'], extra_cflags=['-O3']", [(["-O3"], [], False)]),
+    ("name='a', cpp_sources=s, cuda_sources=cu, functions=['f']", [([], [], True)]),
+    ("'a', s, cu", [([], [], True)]),
+    ("name='a', cpp_sources=s, extra_cflags=flags", []),  # not a literal: skipped
+    ("name='a', cpp_sources=s, extra_cflags=['-wrapper', 'sh,-c,id']", []),  # runs a program
+    ("name='a', cpp_sources=s, extra_cflags=['-fplugin=/tmp/x.so']", []),
+    ("name='a', cpp_sources=s, extra_include_paths=['inc']", []),
+    ("name='a', cpp_sources=s, no_implicit_headers=True", []),
+])
+def test_the_parent_reads_only_literal_allowed_build_flags(args, expected):
+    assert fastbuild_prepare.build_calls(CALL.format(args=args), "cuda") == expected
+
+
+def test_the_parent_computes_the_flags_the_child_will_see():
+    """torch's own ninja writer, dry-run: the -O3 and the torch include folders are there."""
+    line = fastbuild_prepare.torch_cflags(["-O3"], [], with_cuda=False)
+    assert "-O3" in line.split() and "-DTORCH_API_INCLUDE_EXTENSION_H" in line.split()
+    assert fastbuild_pch.pch_flags(line) is not None
 
 
 # --- the PCH cache with a fake compiler ---------------------------------------------------------
