@@ -9,30 +9,30 @@ the tolerance policy (tolerance.py).
 
 After all regular trials pass, a numeric stress pass (issue 4, class 14) runs one more trial per
 rescaling in `inputs.STRESS_TRANSFORMS` (x*1e-2, x*16, x+5 on every floating-point input); a
-rescaling whose reference output is not finite (or raises) is skipped with a warning. Stress
-trials count in `Correctness.trials`. When the float64 reference is unavailable the recorded
-tolerance is `kernelbench`'s (and a warning says why). A mismatch lets the remaining regular trials run (so the
-report can say "passed 3 of 5"); a guard violation or an exception ends the job at once.
+rescaling whose reference output is not finite (or raises) is skipped with a warning. Then one
+trial at an unseen size (sizes.py; class 11: shape specialisation). Stress and unseen-size trials
+count in `Correctness.trials`. Last, one more call under the operator recorder, judged by the
+library-op policy (feedback/policy.py; class 8); every scored call before it had to run the
+candidate's own code (harness.call_candidate; class 9). When the float64 reference is unavailable
+the recorded tolerance is `kernelbench`'s (and a warning says why). A mismatch lets the remaining
+regular trials run (so the report can say "passed 3 of 5"); a guard violation or an exception ends
+the job at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
 
 from feedback.job import WorkerJob
+from feedback.policy import library_violation
 from feedback.result import Correctness, Status
-from feedback.worker import guards, inputs
+from feedback.worker import guards, inputs, loading, sizes
 from feedback.worker.errors import JobFailure
-from feedback.worker.harness import (
-    Harness,
-    call_candidate,
-    call_reference,
-    check_integrity,
-    fresh_inputs,
-    prepare,
-)
+from feedback.worker.harness import (Harness, _float64_twin, call_candidate, call_reference,
+                                     check_integrity, fresh_inputs, prepare)
 from feedback.worker.ops import dispatched_ops
 from feedback.worker.tolerance import Comparison, compare, tolerance_for
 
@@ -101,6 +101,10 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
                 if not verdict.ok:
                     verdict.message = f"numeric stress pass (inputs {name}): {verdict.message}"
                     break
+        if tally.first_failure is None:
+            verdict, held = unseen_size_trial(h, policy, held)
+            if verdict is not None:
+                tally.add(verdict, held)
     except JobFailure as failure:
         failure.correctness = tally.record()
         raise
@@ -110,7 +114,43 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
                    if first.status == Status.mismatch else first.message)
         raise JobFailure(first.status, message, tally.record())
     ops = _record_ops(h)
+    if ops is not None:
+        problem = library_violation(job.options.library_ops, ops, h.reference_ops)
+        if problem:
+            raise JobFailure(Status.guard_violation, problem, tally.record())
     return tally.record(), sorted(set(h.notes)), ops
+
+
+def unseen_size_trial(h: Harness, policy: str, held: Any) -> tuple[Comparison | None, Any]:
+    """One trial at a size the candidate was not told about (sizes.py), with models rebuilt there.
+
+    A mismatch or a shape mismatch says it was the unseen size, so the model learns what to fix."""
+    for described, problem in sizes.candidates(h.job.problem, h.job.options.size):
+        try:
+            module = loading.load_problem(problem, sizes.EXTRA)
+            reference, init_inputs, seed = loading.build_reference(module, h.device)
+            other = dataclasses.replace(h, problem=module, reference=reference, init_inputs=init_inputs,
+                                        seed=seed, reference64=None)
+            if h.reference64 is not None:
+                other.reference64 = _float64_twin(other)
+            args = inputs.make_inputs(module, h.device)
+            with torch.no_grad():
+                out = reference(*args)
+        except Exception as exc:  # the reference cannot run there: try the next size
+            h.notes.append(f"unseen size {described} skipped: the reference raised {exc!r}")
+            continue
+        other.output_sizes = [t.untyped_storage().nbytes() for t in inputs.tensors(out)]
+        other.io_bytes = inputs.nbytes(args) + inputs.nbytes(out)
+        other.candidate = loading.build_candidate(h.candidate_module, reference, init_inputs, seed,
+                                                  h.device)
+        verdict, output = run_trial(other, policy, None, held, label=f"the unseen size ({described})")
+        if verdict is not None and not verdict.ok:
+            verdict.message = (f"at an unseen size ({described}; shape specialisation?): "
+                               f"{verdict.message}")
+        h.notes.extend(n for n in other.notes if n not in h.notes)
+        return verdict, output
+    h.notes.append("no unseen size checked (the problem has no size presets to vary)")
+    return None, held
 
 
 def _record_ops(h: Harness) -> dict[str, int] | None:
@@ -124,14 +164,15 @@ def _record_ops(h: Harness) -> dict[str, int] | None:
     return ops
 
 
-def run_trial(h: Harness, policy: str, stress: str | None, held: Any) -> tuple[Comparison | None, Any]:
+def run_trial(h: Harness, policy: str, stress: str | None, held: Any,
+              label: str | None = None) -> tuple[Comparison | None, Any]:
     """One trial; returns (verdict, candidate output), or (None, None) for a skipped stress trial."""
     seed = inputs.secret_seed()
     args = fresh_inputs(h, seed, stress)
     if stress and not any(t.is_floating_point() for t in inputs.tensors(args)):
         return None, None  # nothing to rescale
     pristine = None if h.reproducible else inputs.clone(args)
-    output = call_candidate(h, args, held)
+    output = call_candidate(h, args, held, label or (f"the stress trial {stress}" if stress else "a trial"))
     if pristine is None:
         pristine = fresh_inputs(h, seed, stress)
     guards.check_inputs_untouched(args, pristine)

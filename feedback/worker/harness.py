@@ -26,8 +26,9 @@ from feedback.policy import own_code_violation
 from feedback.result import Status
 from feedback.worker import audit, devices, guards, inputs, loading, tamper
 from feedback.worker.errors import JobFailure, candidate_error
-from feedback.worker.ops import dispatched_ops
+from feedback.worker.ops import dispatched_ops, op_names
 from feedback.worker.owncode import OwnCode
+from feedback.worker.tolerance import compare
 
 KEEP_ALIVE: list[Harness] = []
 """Every harness of this process, so that the candidate's objects are never freed (and their
@@ -85,6 +86,8 @@ def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = N
                       reference_ops=reference_ops, reference_hooks=tamper.instance_hooks(reference))
     if with64:
         harness.reference64 = _float64_twin(harness)
+    if job.candidate_path:
+        harness.dispatch = tamper.DispatchTable(_trusted_ops(harness, sample))
     if job.backend == "triton":
         with contextlib.suppress(ImportError):
             import triton
@@ -92,6 +95,24 @@ def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = N
     if job.candidate_path:
         _load_candidate(harness)
     return harness
+
+
+def _trusted_ops(h: Harness, sample: Any) -> set[str]:
+    """The operators trusted code runs on a trial: drawing inputs, the reference (and its float64
+    twin), the input check and the comparison. Their kernels must stay torch's (tamper.py)."""
+    def trial() -> None:
+        args = inputs.make_inputs(h.problem, h.device)
+        for name in inputs.STRESS_TRANSFORMS:
+            inputs.stress(args, name)
+        _same_inputs(args, inputs.clone(args))
+        ref, ref64 = call_reference(h, args, want64=h.reference64 is not None)
+        compare(ref, ref, ref64, "fp64-relative" if ref64 is not None else "kernelbench")
+        guards.poison_memory(h.device, h.output_sizes[:1], 1)
+    try:
+        return op_names(trial)
+    except Exception as exc:  # the profiler is unavailable: guard the reference's operators only
+        h.notes.append(f"trusted operators not profiled ({exc!r}); only the reference's are guarded")
+        return set(h.reference_ops)
 
 
 def _same_inputs(a: Any, b: Any) -> bool:
@@ -114,7 +135,6 @@ def _float64_twin(h: Harness) -> torch.nn.Module | None:
 def _load_candidate(h: Harness) -> None:
     h.threads = guards.ThreadCount()
     h.snapshot = tamper.Snapshot([("problem", h.problem)] + tamper.model_namespaces(h.reference, "problem"))
-    h.dispatch = tamper.DispatchTable()
     h.audit = audit.install()
     h.audit.watch(h.job.candidate_path)
     try:
@@ -122,13 +142,13 @@ def _load_candidate(h: Harness) -> None:
     except JobFailure:
         check_audit(h, "while the candidate was imported")
         raise
-    check_integrity(h, "after the candidate's import", full=True)
+    check_integrity(h, "after the candidate's import")
     try:
         h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device)
     except JobFailure:
         check_audit(h, "while ModelNew() was built")
         raise
-    check_integrity(h, "after ModelNew() was built", full=True)
+    check_integrity(h, "after ModelNew() was built")
     if h.job.options.library_ops != "allow":
         h.own = OwnCode(h.job.extensions_dir, h.job.candidate_path)
         h.own.refresh()
@@ -144,17 +164,15 @@ def check_audit(h: Harness, when: str) -> None:
         raise guards.violation(f"harness tampering {when}: {shown} (refused)")
 
 
-def check_integrity(h: Harness, when: str, full: bool = False) -> None:
-    """Audit attempts, threads, tampering, the dispatcher and `forward` overrides on the reference.
-
-    `full` compares every aten operator's kernels (80 ms); otherwise those the reference uses.
-    """
+def check_integrity(h: Harness, when: str) -> None:
+    """Audit attempts, threads, tampering, the kernels of the operators trusted code calls, and
+    `forward` overrides or hooks on the reference."""
     check_audit(h, when)
     if h.threads is not None:
         h.threads.check(when)
     changes = h.snapshot.changes() if h.snapshot is not None else []
     if h.dispatch is not None:
-        changes += h.dispatch.changes(None if full else h.reference_ops)
+        changes += h.dispatch.changes()
     overridden = tamper.instance_overrides(h.reference)
     if overridden:
         changes.append(f"forward of reference module(s) {overridden} replaced")

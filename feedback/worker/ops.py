@@ -12,6 +12,7 @@ launches itself are not operators and do not appear; library code called without
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,3 +41,13 @@ def dispatched_ops(model: torch.nn.Module, args: Any) -> dict[str, int]:
     with torch.no_grad(), recorder:
         model(*args)
     return dict(sorted(recorder.counts.items()))
+
+
+def op_names(fn: Callable[[], Any]) -> set[str]:
+    """Every operator `fn()` calls, composite ones included (`aten::linear` as well as the
+    `aten::addmm` it becomes): torch's CPU profiler, which sees each operator at every level."""
+    from torch.autograd.profiler import profile
+
+    with profile(use_device=None) as prof:
+        fn()
+    return {e.name for e in prof.function_events if "::" in e.name}

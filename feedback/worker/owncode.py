@@ -73,7 +73,7 @@ class OwnCode:
         try:
             out = fn()
         finally:
-            sys.setprofile(previous)
+            sys.setprofile(previous if callable(previous) else None)
         return out, count[0]
 
 

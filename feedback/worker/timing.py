@@ -6,7 +6,9 @@ replayed by pointer, id, shape or content is wrong (issue 4, class 7). The buffe
 last `input_sets` calls' outputs can be kept and re-checked against the reference (role
 candidate), and an output that reuses the memory of one still held is refused (guards.py).
 
-Warm-up calls (`options.warmup`) run the same protocol untimed; the role `compiled` gets one extra
+The candidate's timed loop carries the guards of probes.py (threads after every call, untimed
+probe calls at secret positions, the CPU-time check on cpp). Warm-up calls (`options.warmup`) run
+the same protocol untimed; the role `compiled` gets one extra
 untimed first call, where torch.compile compiles, so that a failing compile is named as such.
 The `eager` role also measures FLOPs and minimum bytes (cost.py).
 """
@@ -22,6 +24,7 @@ from feedback.result import Status, TimingStats
 from feedback.worker import clocks, cost, devices, guards, inputs
 from feedback.worker.errors import JobFailure, candidate_error, format_exception
 from feedback.worker.harness import Harness, call_reference, check_integrity, prepare
+from feedback.worker.probes import TimingGuard
 from feedback.worker.tolerance import compare
 
 
@@ -47,22 +50,31 @@ def run_time(job: WorkerJob) -> TimingResult:
     clock = clocks.clock_for(h.device)
     times: list[float] = []
     total = job.options.warmup + job.options.timing_trials
+    guard = TimingGuard(h, policy, job.options.warmup, total) if job.role == "candidate" else None
     for call in range(total):
         k = call % n_sets
+        others = [o for i, o in enumerate(outputs) if i != k]
+        if guard is not None:
+            guard.before(call, k, buffers, seeds, others)
         if call >= n_sets:
             seeds[k] = inputs.secret_seed()
             inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
         outputs[k] = None
         try:
-            ms, outputs[k] = clock.time(lambda: program(*buffers[k]))
+            if guard is not None and call >= job.options.warmup:
+                ms, outputs[k] = guard.timed(lambda: clock.time(lambda: program(*buffers[k])))
+            else:
+                ms, outputs[k] = clock.time(lambda: program(*buffers[k]))
         except BaseException as exc:
             raise _call_failure(job, exc) from exc
-        if job.role == "candidate":
-            guards.check_output(outputs[k], buffers[k], [o for i, o in enumerate(outputs) if i != k])
+        if guard is not None:
+            guards.check_output(outputs[k], buffers[k], others)
+            guard.after()
         if call >= job.options.warmup:
             times.append(ms)
-    if job.role == "candidate":
+    if guard is not None:
         check_integrity(h, "after the timed calls")
+        guard.finish(job.options.cpu_threads)
         _recheck(h, policy, buffers, seeds, outputs, total)
     stats, noise = clocks.summarize(times, clock.name)
     result = TimingResult(stats, noise, sorted(set(h.notes)))

@@ -1,0 +1,105 @@
+"""Guards inside the timing loop (issue 4, classes 5, 7, 9, 11): the timed program is the checked one.
+
+A candidate cannot tell the correct job from the time job by much (both give it fresh inputs),
+but it can count calls, or notice that timing reuses input buffers. So the time job checks too,
+without touching the timed window:
+
+- after every call, outside the window: no thread the candidate started is still running
+  (`ThreadCount`), and the output shares no memory with the inputs or with outputs still held;
+- `PROBES` untimed probe calls at secret positions among the timed ones, on the same rotating
+  buffers refilled with fresh content: the output must match the reference on those inputs, must
+  not change after return (deferred work), the inputs must be untouched, and (policy `glue` or
+  `strict`) the candidate's own compiled code must run (owncode.py);
+- on the cpp backend, CPU time against wall time over the timed calls: work on extra threads
+  (std::thread, an OpenMP team, torch.set_num_threads raised behind the harness's back) makes the
+  host clock flatter than the reference's single-threaded measurement, so a program that used
+  more than `cpu_threads` cores is refused.
+
+The last `input_sets` outputs are also re-checked after the loop (timing.py, `_recheck`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from time import perf_counter, process_time
+from typing import Any
+
+import torch
+
+from feedback.policy import own_code_violation
+from feedback.result import Status
+from feedback.worker import devices, guards, inputs
+from feedback.worker.errors import JobFailure, candidate_error
+from feedback.worker.harness import Harness, call_reference, check_integrity
+from feedback.worker.tolerance import compare
+
+PROBES = 3
+CPU_SLACK = 0.75
+"""Cores above `cpu_threads` a timed program may seem to use before it is refused (clock noise)."""
+MIN_WALL_S = 0.05
+"""Below this much timed wall time the CPU-time ratio is noise and is not judged."""
+
+
+class TimingGuard:
+    """The checks of the module docstring for one time job of the candidate."""
+
+    def __init__(self, h: Harness, policy: str, warmup: int, total: int) -> None:
+        self.h, self.policy = h, policy
+        timed = list(range(warmup, total))
+        self.probe_at = {timed[secrets.randbelow(len(timed))] for _ in range(min(PROBES, len(timed)))}
+        self.cpu_s = self.wall_s = 0.0
+
+    def before(self, call: int, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
+        """An untimed probe on buffer `k` when `call` is a probe position."""
+        if call not in self.probe_at:
+            return
+        h = self.h
+        seeds[k] = inputs.secret_seed()
+        inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
+        pristine = inputs.clone(buffers[k])
+        own_calls = None
+        try:
+            with torch.no_grad():
+                if h.own is not None:
+                    out, own_calls = h.own.run(lambda: h.candidate(*buffers[k]))
+                else:
+                    out = h.candidate(*buffers[k])
+            devices.synchronize(h.device)
+        except BaseException as exc:  # noqa: BLE001
+            raise candidate_error(exc, "ModelNew.forward raised during timing") from exc
+        guards.check_output(out, buffers[k], held)
+        guards.check_stable(out, h.device)
+        guards.check_inputs_untouched(buffers[k], pristine)
+        check_integrity(h, "during the timed calls")
+        if own_calls == 0:
+            raise guards.violation(own_code_violation(["a call among the timed ones"]))
+        ref, ref64 = call_reference(h, pristine, want64=self.policy == "fp64-relative")
+        verdict = compare(out, ref, ref64, self.policy)
+        if not verdict.ok:
+            raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result "
+                             f"(replayed or memoised result, or different behaviour when timed?): "
+                             f"{verdict.message}")
+
+    def timed(self, run: Any) -> tuple[float, Any]:
+        """`run()` (the clock's timed call), with the CPU and wall time around it accounted."""
+        cpu, wall = process_time(), perf_counter()
+        result = run()
+        self.cpu_s += process_time() - cpu
+        self.wall_s += perf_counter() - wall
+        return result
+
+    def after(self) -> None:
+        """No thread the candidate started may outlive a timed call."""
+        if self.h.threads is not None:
+            self.h.threads.check("after a timed call")
+
+    def finish(self, cpu_threads: int) -> None:
+        """The CPU-time check of the module docstring (cpp only)."""
+        if self.h.device.type != "cpu" or self.wall_s < MIN_WALL_S:
+            return
+        cores = self.cpu_s / self.wall_s
+        if cores > cpu_threads + CPU_SLACK:
+            raise JobFailure(Status.guard_violation, (
+                f"work on other threads: the timed calls used about {cores:.1f} CPU cores while the "
+                f"evaluation allows {cpu_threads} (threads or an OpenMP team of your own make the "
+                "host clock unfair); use the threads torch gives you"))
