@@ -31,8 +31,15 @@ from feedback.policy import library_violation
 from feedback.result import Correctness, Status
 from feedback.worker import guards, inputs, loading, sizes
 from feedback.worker.errors import JobFailure
-from feedback.worker.harness import (Harness, _float64_twin, call_candidate, call_reference,
-                                     check_integrity, fresh_inputs, prepare)
+from feedback.worker.harness import (
+    Harness,
+    _float64_twin,
+    call_candidate,
+    call_reference,
+    check_integrity,
+    fresh_inputs,
+    prepare,
+)
 from feedback.worker.ops import dispatched_ops
 from feedback.worker.tolerance import Comparison, compare, tolerance_for
 

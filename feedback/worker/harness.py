@@ -90,7 +90,7 @@ def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = N
         harness.dispatch = tamper.DispatchTable(_trusted_ops(harness, sample))
     if job.backend == "triton":
         with contextlib.suppress(ImportError):
-            import triton
+            import triton  # noqa: F401 - imported before the snapshot, like torch
     KEEP_ALIVE.append(harness)
     if job.candidate_path:
         _load_candidate(harness)
