@@ -10,6 +10,7 @@ exactly one report must follow, and it must answer this job with sane numbers
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
 import shutil
@@ -109,11 +110,15 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
     with tempfile.TemporaryFile() as job_file, tempfile.TemporaryFile() as report_file:
         job_file.write(job.model_dump_json().encode())
         job_file.seek(0)
-        fd = report_file.fileno()
-        outcome = run_child([*worker_entry(), "--channel", str(fd)], cwd=scratch, env=env,
-                            timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10, memory_mb=memory_mb,
-                            max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
-                            writable=[scratch, *writable], stdin=job_file, pass_fds=(fd,))
+        fd = os.open(f"/proc/self/fd/{report_file.fileno()}", os.O_RDONLY)  # the child's is read-only
+        try:
+            outcome = run_child([*worker_entry(), "--channel", str(fd)], cwd=scratch, env=env,
+                                timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10,
+                                memory_mb=memory_mb, max_output_bytes=max_output_bytes, gpu=gpu,
+                                readonly=readonly, writable=[scratch, *writable], stdin=job_file,
+                                pass_fds=(fd,))
+        finally:
+            os.close(fd)
         report_file.seek(0)
         text = report_file.read(channel.MAX_CHANNEL_BYTES + 1).decode("utf-8", errors="replace")
     report, why = channel.accept(text, job) if len(text) <= channel.MAX_CHANNEL_BYTES \

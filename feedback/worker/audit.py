@@ -13,8 +13,9 @@ Refused (with the trick each one serves):
   `ag_frame`, `gc.get_objects`/`get_referrers`/`get_referents` (finding the harness, the job's
   nonce, the reference, expected outputs);
 - tracing: `sys.settrace`, `sys.setprofile`, `sys.addaudithook`;
-- `/proc` and `/dev/fd` opened or listed, and raw descriptors opened by number (the report channel,
-  process memory);
+- `/proc/self/...` (and `/proc/<pid>`, `/dev/fd`, `/dev/std*`) opened, listed, entered or linked
+  to (the report channel, process memory); for these, any
+  frame of the candidate on the stack counts, so library code cannot serve as a proxy;
 - `ctypes` (raw memory), new processes, signals to processes, sockets;
 - `exec`/`eval`/`compile` and new code or function objects made by the candidate (code that
   would not carry the candidate's file name).
@@ -53,8 +54,8 @@ _BLOCKED = MappingProxyType({
 })
 _DIRECT = MappingProxyType({"exec": "dynamic code (exec/eval)", "compile": "dynamic code (compile)"})
 _PREFIXES = (("ctypes.", "raw memory access (ctypes)"), ("socket.", "the network"))
-_PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir"})
-_PRIVATE_PATHS = ("/proc/", "/dev/fd")
+_PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.symlink"})
+_PRIVATE_PATHS = ("/dev/fd", "/dev/std")
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 
 
@@ -112,7 +113,8 @@ def install() -> AuditLog:
 
     def hook(event: str, args: tuple, _files=files, _attempts=attempts, _me=me,
              _classify=_classify, _is_candidate=_is_candidate, _getframe=sys._getframe,
-             _direct=frozenset(_DIRECT), _repr=repr, _error=PermissionError) -> None:
+             _direct=frozenset(_DIRECT), _anywhere=_PATH_EVENTS, _repr=repr,
+             _error=PermissionError) -> None:
         if not _files:
             return
         if event == "sys._getframe" and args and args[0].f_code is _me[0]:
@@ -120,7 +122,7 @@ def install() -> AuditLog:
         trick = _classify(event, args)
         if trick is None:
             return
-        if _is_candidate(_getframe(0).f_back, _files, event in _direct):
+        if _is_candidate(_getframe(0).f_back, _files, event in _direct, event in _anywhere):
             shown = ", ".join(_repr(a)[:60] for a in args[:2])
             _attempts.append(f"{trick}: the candidate called {event}({shown})")
             raise _error(f"refused by the evaluator: {trick} ({event}) is not allowed in a candidate")
@@ -147,12 +149,15 @@ def _classify(event: str, args: tuple, _blocked=_BLOCKED, _direct=_DIRECT, _pref
         return "patching code" if _len(args) > 1 and args[1] in _code_attrs else None
     if event in _path_events and args:
         path = args[0]
-        if _isinstance(path, _int) and event == "open":
-            return "opening a raw file descriptor (the evaluator's channels)"
         if _isinstance(path, _bytes):
             path = path.decode(errors="replace")
-        if _isinstance(path, _str) and _abspath(path).startswith(_private):
-            return "reading process internals (/proc, /dev/fd)"
+        if not _isinstance(path, _str):
+            return None
+        path = _abspath(path)
+        head = path[6:].split("/", 1)[0] if path.startswith("/proc/") else ""
+        private = path.startswith(_private) or head in ("self", "thread-self") or head.isdigit()
+        if private or (event == "os.symlink" and path.startswith(("/proc", "/dev"))):
+            return "reaching process internals (/proc/self, /dev/fd): the evaluator's channel"
         return None
     for prefix, trick in _prefixes:
         if event.startswith(prefix):
@@ -160,13 +165,15 @@ def _classify(event: str, args: tuple, _blocked=_BLOCKED, _direct=_DIRECT, _pref
     return None
 
 
-def _is_candidate(frame, files: set[str], direct: bool, _stdlib=_STDLIB) -> bool:
-    """Whether the code asking is the candidate's (module docstring, "candidate code asks")."""
+def _is_candidate(frame, files: set[str], direct: bool, anywhere: bool, _stdlib=_STDLIB) -> bool:
+    """Whether the code asking is the candidate's (module docstring, "candidate code asks");
+    `anywhere`: whether the candidate's code is anywhere on the stack (paths: numpy.savetxt or
+    torch.save on /proc/self/fd/N would otherwise be a proxy)."""
     while frame is not None:
         name = frame.f_code.co_filename
         if name in files:
             return True
-        if direct or not (name.startswith(_stdlib) or name.startswith("<frozen")):
+        if direct or not (anywhere or name.startswith(_stdlib) or name.startswith("<frozen")):
             return False
         frame = frame.f_back
     return False

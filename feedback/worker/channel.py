@@ -6,8 +6,11 @@ Now (issue 4, class 13):
 
 - the job arrives on stdin, from a file the parent has already unlinked; the worker reads it and
   points fd 0 at /dev/null, so no path leads back to it;
-- the report leaves through an inherited descriptor of another unlinked file, moved to a random
-  high number before the candidate exists;
+- the report leaves through another unlinked file, of which the child inherits a *read-only*
+  descriptor (moved to a random high number): writing to it fails, so guessing descriptor numbers
+  gets a candidate nowhere. The worker reopens it for writing through /proc/self/fd only for the
+  moment of each write, and the audit hook refuses `/proc/self/...` and `/dev/fd/...` to code
+  called from the candidate (audit.py);
 - before the candidate is imported the worker writes a *hello* frame echoing the nonce, then
   erases the nonce from its memory (the job it keeps has an empty one): the candidate's code never
   shares the process with a secret it could echo;
@@ -15,9 +18,9 @@ Now (issue 4, class 13):
   its own job (kind, role, problem) and whose numbers are sane (`check`): a third frame, a missing
   hello or a report for another job is a forgery.
 
-What this cannot stop, said in docs/security.md: native code in the worker process can find the
-descriptor and write a well-formed report, then exit; the consistency checks and the roofline's
-speed-of-light flag are the only defence left there.
+What this cannot stop, said in docs/security.md: native code in the worker process (the
+candidate's own C++) can reopen the file the same way and write a well-formed report, then exit;
+the consistency checks and the roofline's speed-of-light flag are the only defence left there.
 
 Frames are single lines of JSON (`model_dump_json` never emits a newline). This module imports
 neither torch nor the candidate: the parent uses it too.
@@ -69,12 +72,16 @@ def hide(fd: int, nofile: int = 4096) -> int:
     return fd
 
 
-def write_frame(fd: int, frame: str, _write=os.write) -> None:
-    """One line, written whole (a regular file takes it in one write; loop for safety). `os.write`
-    is bound when this module is imported, before any candidate exists."""
-    data = (frame + "\n").encode()
-    while data:
-        data = data[_write(fd, data):]
+def write_frame(fd: int, frame: str, _write=os.write, _open=os.open, _close=os.close) -> None:
+    """Append one line through a write descriptor opened just for it from the read-only `fd`.
+    The os functions are bound when this module is imported, before any candidate exists."""
+    out = _open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_APPEND)
+    try:
+        data = (frame + "\n").encode()
+        while data:
+            data = data[_write(out, data):]
+    finally:
+        _close(out)
 
 
 def hello(job_kind: str, role: str, nonce: str) -> str:
