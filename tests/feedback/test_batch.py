@@ -1,6 +1,7 @@
 """evaluate_many on the cpp backend: bad candidates never stop the batch, results keep input order.
 
-The candidates reuse the OPS_CPP build of the other tests (they differ in Python only).
+The candidates reuse the OPS_CPP build of the other tests (they differ in Python only); the
+pipeline test covers the remaining statuses.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 import pytest
 
 from candidates import cpp_candidate
+from feedback.cache import code_hash
 from feedback.evaluate import evaluate_many
 from feedback.result import Status
 
@@ -24,17 +26,14 @@ def test_a_mixed_batch_finishes_in_order(relu, fast_options):
         ("ok", cpp_candidate("relu"), Status.ok),
         ("static", cpp_candidate("relu", extra="\nimport subprocess\n"), Status.static_reject),
         ("memory", cpp_candidate("hog"), Status.runtime_error),  # 3 GiB past a 5000 MB limit
-        ("wrong", cpp_candidate("relu_wrong"), Status.mismatch),
         ("exit", cpp_candidate("leave"), Status.runtime_error),
-        ("ok again", cpp_candidate("relu", extra="\n# another turn\n"), Status.ok),
     ]
     start = time.monotonic()
     results = evaluate_many([(relu, code, "cpp") for _, code, _ in batch], options,
                             devices=["cpu"], compile_workers=2)
     assert [r.status for r in results] == [want for *_, want in batch], \
         [(name, r.status, r.message[:200]) for (name, *_), r in zip(batch, results)]
-    assert [r.code_hash for r in results] == [
-        __import__("feedback.cache", fromlist=["code_hash"]).code_hash(code) for _, code, _ in batch]
+    assert [r.code_hash for r in results] == [code_hash(code) for _, code, _ in batch]
     memory = results[3]
     assert "memory" in memory.message.lower() or "allocate" in memory.message.lower(), memory.message
     assert results[1].correctness.trials_passed == results[1].correctness.trials
