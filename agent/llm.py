@@ -128,7 +128,7 @@ class LLMClient:
         self.max_retries = max_retries
         self.replay = replay
         self._backoff = tenacity.wait_exponential_jitter(
-            initial=backoff_initial_s, max=backoff_max_s, jitter=backoff_initial_s)
+            multiplier=backoff_initial_s, max=backoff_max_s, jitter=backoff_initial_s)
         self._backoff_max_s = backoff_max_s
         self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]
         self._semaphores = weakref.WeakKeyDictionary()
