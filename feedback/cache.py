@@ -3,7 +3,8 @@
 Layout under `options.cache_dir`:
 
     build/<key>/candidate.py   the candidate's own file (it is imported from here, never exec'd
-                               into another namespace); key = sha256(source, backend, toolchain, arch)
+                               into another namespace); key = sha256(source, backend, toolchain,
+                               arch, harness version)
     build/<key>/outcome.json   written once a build finished: success or a deterministic failure,
                                so an unchanged source is never built (or failed) twice
     ext/<ext_key>/             TORCH_EXTENSIONS_DIR / TRITON_CACHE_DIR, keyed by the extension
@@ -44,8 +45,10 @@ def code_hash(code: str) -> str:
 
 
 def build_key(code: str, backend: str, toolchain: dict[str, Any], arch: str | None) -> str:
-    """One candidate build: the whole source, backend, toolchain and GPU architecture."""
-    return digest("build", code_hash(code), backend, toolchain, arch)[:32]
+    """One candidate build: the whole source, backend, toolchain, GPU architecture, and the
+    harness that judged it (a fixed harness must not keep replaying its old verdicts; the
+    extension directory is keyed without it, so re-judging costs an import, not a compile)."""
+    return digest("build", code_hash(code), backend, toolchain, arch, harness_version())[:32]
 
 
 def extension_material(code: str) -> list[str] | None:
