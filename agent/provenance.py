@@ -7,29 +7,16 @@ from __future__ import annotations
 
 import platform
 import socket
-import subprocess  # read-only git queries; candidate code never runs here
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from agent.records import RunRecord
+from feedback.environment import source_revision
 
 PACKAGES = ("kernel-refine", "torch", "triton", "langgraph", "langgraph-checkpoint-sqlite",
             "litellm", "pydantic", "jinja2", "structlog", "tenacity", "ninja")
 REPO = Path(__file__).resolve().parent.parent
-
-
-def git_state(repo: Path = REPO) -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the source tree, (None, None) outside a git checkout."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              timeout=30, check=True).stdout.strip()
-    try:
-        commit = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    return commit, dirty
 
 
 def package_versions() -> dict[str, str]:
@@ -62,7 +49,7 @@ def environment() -> dict[str, Any]:
 def make_record(run_id: str, mode: str, config: dict[str, Any],
                 hashes: dict[str, str]) -> RunRecord:
     """The run's config.json: resolved settings plus provenance."""
-    commit, dirty = git_state()
+    commit, dirty = source_revision(REPO)
     return RunRecord(run_id=run_id, mode=mode, config=config, environment=environment(),
                      git_commit=commit, git_dirty=dirty, packages=package_versions(),
                      template_hashes=hashes)

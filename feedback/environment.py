@@ -47,6 +47,18 @@ def _probe_lines(argv: list[str]) -> list[str]:
     return [ln.strip() for ln in out.stdout_tail.splitlines() if ln.strip()] if out.ok else []
 
 
+def source_revision(repo: Path = REPO_ROOT) -> tuple[str | None, bool | None]:
+    """(git commit, dirty flag) of the source tree for run provenance; (None, None) outside git.
+
+    Lives here because only feedback/ starts processes; the queries are read-only.
+    """
+    commit = _probe_lines(["git", "-C", str(repo), "rev-parse", "HEAD"])
+    if not commit:
+        return None, None
+    changes = _probe_lines(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"])
+    return commit[0], bool(changes)
+
+
 @functools.cache
 def nvcc_version() -> str | None:
     """`Cuda compilation tools, release X, VX` of the nvcc that builds extensions."""
