@@ -23,6 +23,7 @@ def main(argv: list[str]) -> None:
         if len(argv) == 3 and argv[1] == "--channel":
             from feedback.worker import channel
 
+            channel.seal()
             channel_fd = channel.hide(int(argv[2]))
             data = channel.read_job(0)
             raw = json.loads(data)

@@ -16,7 +16,8 @@ Refused (with the trick each one serves):
 - `/proc/self/...` (and `/proc/<pid>`, `/dev/fd`, `/dev/std*`) opened, listed, entered or linked
   to (the report channel, process memory); for these, any
   frame of the candidate on the stack counts, so library code cannot serve as a proxy;
-- `ctypes` (raw memory), new processes, signals to processes, sockets;
+- `ctypes` (raw memory), new processes (with the candidate anywhere on the stack, unless build
+  machinery stands between, see `_is_candidate`), signals to processes, sockets;
 - `exec`/`eval`/`compile` and new code or function objects made by the candidate (code that
   would not carry the candidate's file name).
 
@@ -55,6 +56,13 @@ _BLOCKED = MappingProxyType({
 _DIRECT = MappingProxyType({"exec": "dynamic code (exec/eval)", "compile": "dynamic code (compile)"})
 _PREFIXES = (("ctypes.", "raw memory access (ctypes)"), ("socket.", "the network"))
 _PATH_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "os.chdir", "os.symlink"})
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+                             "os.spawn", "os.fork", "os.forkpty"})
+_TRUSTED_STOPS = (os.path.join("torch", "utils", "cpp_extension.py"),
+                  os.path.join("feedback", "fastbuild.py"), os.path.join("feedback", "fastbuild_pch.py"),
+                  os.path.join("feedback", "fastbuild_prepare.py"), os.path.join("feedback", "sandbox.py"))
+_TRUSTED_PACKAGES = (os.sep + os.path.join("site-packages", "triton") + os.sep,
+                     os.sep + os.path.join("torch", "_inductor") + os.sep)
 _PRIVATE_PATHS = ("/dev/fd", "/dev/std")
 _STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 
@@ -113,7 +121,7 @@ def install() -> AuditLog:
 
     def hook(event: str, args: tuple, _files=files, _attempts=attempts, _me=me,
              _classify=_classify, _is_candidate=_is_candidate, _getframe=sys._getframe,
-             _direct=frozenset(_DIRECT), _anywhere=_PATH_EVENTS, _repr=repr,
+             _direct=frozenset(_DIRECT), _anywhere=_PATH_EVENTS | _PROCESS_EVENTS, _repr=repr,
              _error=PermissionError) -> None:
         if not _files:
             return
@@ -165,14 +173,20 @@ def _classify(event: str, args: tuple, _blocked=_BLOCKED, _direct=_DIRECT, _pref
     return None
 
 
-def _is_candidate(frame, files: set[str], direct: bool, anywhere: bool, _stdlib=_STDLIB) -> bool:
-    """Whether the code asking is the candidate's (module docstring, "candidate code asks");
-    `anywhere`: whether the candidate's code is anywhere on the stack (paths: numpy.savetxt or
-    torch.save on /proc/self/fd/N would otherwise be a proxy)."""
+def _is_candidate(frame, files: set[str], direct: bool, anywhere: bool, _stdlib=_STDLIB,
+                  _stops=_TRUSTED_STOPS, _packages=_TRUSTED_PACKAGES) -> bool:
+    """Whether the code asking is the candidate's (module docstring, "candidate code asks").
+
+    `anywhere` (paths and processes): the candidate's code anywhere on the stack counts, unless
+    build machinery (torch's cpp_extension, the evaluator's fastbuild and sandbox, Triton's and
+    Inductor's compilers) stands between: numpy.savetxt or torch.save on /proc/self/fd/N, or the
+    evaluator's own process launcher called directly, would otherwise serve as proxies."""
     while frame is not None:
         name = frame.f_code.co_filename
         if name in files:
             return True
+        if anywhere and (name.endswith(_stops) or any(p in name for p in _packages)):
+            return False
         if direct or not (anywhere or name.startswith(_stdlib) or name.startswith("<frozen")):
             return False
         frame = frame.f_back

@@ -9,8 +9,9 @@ Now (issue 4, class 13):
 - the report leaves through another unlinked file, of which the child inherits a *read-only*
   descriptor (moved to a random high number): writing to it fails, so guessing descriptor numbers
   gets a candidate nowhere. The worker reopens it for writing through /proc/self/fd only for the
-  moment of each write, and the audit hook refuses `/proc/self/...` and `/dev/fd/...` to code
-  called from the candidate (audit.py);
+  moment of each write; the audit hook refuses `/proc/self/...` and `/dev/fd/...` to code called
+  from the candidate (audit.py), and the worker makes itself non-dumpable (`seal`), so that no
+  other process (a compiler run with forged flags, a forked helper) can reach /proc/<pid>/fd;
 - before the candidate is imported the worker writes a *hello* frame echoing the nonce, then
   erases the nonce from its memory (the job it keeps has an empty one): the candidate's code never
   shares the process with a secret it could echo;
@@ -57,6 +58,18 @@ def read_job(fd: int = 0) -> bytearray:
     os.dup2(null, 0)
     os.close(null)
     return data
+
+
+def seal() -> bool:
+    """Make this process non-dumpable: /proc/<pid>/fd of the worker then needs CAP_SYS_PTRACE
+    (which the sandbox drops), so no other process, not even a compiler the candidate's build
+    runs with forged flags, can reopen the report file; the worker itself still can."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return False
 
 
 def hide(fd: int, nofile: int = 4096) -> int:

@@ -150,7 +150,14 @@ def unseen_size_trial(h: Harness, policy: str, held: Any) -> tuple[Comparison | 
         other.io_bytes = inputs.nbytes(args) + inputs.nbytes(out)
         other.candidate = loading.build_candidate(h.candidate_module, reference, init_inputs, seed,
                                                   h.device)
-        verdict, output = run_trial(other, policy, None, held, label=f"the unseen size ({described})")
+        try:
+            verdict, output = run_trial(other, policy, None, held,
+                                        label=f"the unseen size ({described})")
+        except JobFailure as failure:
+            if failure.status == Status.runtime_error:
+                failure.message = (f"at an unseen size ({described}; shape specialisation?): "
+                                   f"{failure.message}")
+            raise
         if verdict is not None and not verdict.ok:
             verdict.message = (f"at an unseen size ({described}; shape specialisation?): "
                                f"{verdict.message}")
@@ -196,4 +203,27 @@ def run_trial(h: Harness, policy: str, stress: str | None, held: Any,
         return None, None
     verdict = compare(output, ref, ref64, policy)
     h.notes.extend(verdict.notes)
+    if not verdict.ok and verdict.status == Status.mismatch:
+        verdict.message += hint(output, ref, held, verdict)
     return verdict, output
+
+
+def hint(output: Any, ref: Any, held: Any, verdict: Comparison) -> str:
+    """Name the likely trick behind a mismatch, so the model learns from it (issue 4)."""
+    got, want = inputs.tensors(output), inputs.tensors(ref)
+    pairs = [(g, r) for g, r in zip(got, want) if g.shape == r.shape and g.is_floating_point()
+             and r.is_floating_point()]
+    if any(bool((torch.isnan(g) & ~torch.isnan(r)).any()) for g, r in pairs):
+        return (" (NaN where the reference has numbers: memory the candidate never wrote still "
+                "holds the evaluator's poison; an output from empty() not fully written, a partial "
+                "write or a kernel that did not run)")
+    previous = inputs.tensors(held)
+    if len(previous) == len(got) and got and all(
+            p.shape == g.shape and p.dtype == g.dtype and guards._bitwise_equal(p, g)
+            for p, g in zip(previous, got)):
+        return " (identical to the previous call's output for other inputs: a replayed or memoised result)"
+    scale = max((float(r.abs().max()) for _, r in pairs if r.numel()), default=0.0)
+    if scale > 0 and 2e-4 <= verdict.max_abs / scale <= 3e-2:
+        return (" (errors of this size come from reduced precision, fp16/bf16/TF32 inside an "
+                "fp32 problem, or from an approximate formula)")
+    return ""

@@ -4,8 +4,9 @@
   stride-0 / expanded dimensions, no storage shared with any input or with an output the caller
   still holds from an earlier call (aliasing and buffer reuse).
 - `check_inputs_untouched`: the candidate's input clones still equal pristine copies.
-- `ThreadCount`: Python threads and OS threads (`/proc/self/task`) before/after; work left on a
-  background thread escapes timing and can change outputs later.
+- `ThreadCount`: Python threads, OS threads (`/proc/self/task`) and child processes before/after;
+  work left on a background thread or in a forked process escapes timing and can change outputs
+  later (the sandbox kills the process tree at the end either way).
 - `poison_memory`: allocate, fill with 0xFF bytes (NaN for floats, -1 for integers) and free, so
   a candidate output built on `empty` without a full write reads poison, not stale answers.
 - `check_stable`: the output read again after a pause must not have changed (deferred writes).
@@ -97,14 +98,37 @@ def os_threads() -> int:
         return threading.active_count()
 
 
+def child_processes() -> list[int]:
+    """Processes whose parent is this one (forked by native code, or left by a library)."""
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    stat = f.read()
+                if int(stat[stat.rindex(")") + 2:].split()[1]) == me:
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
 class ThreadCount:
-    """Threads now; `check()` raises if more exist later (after a short settle for exiting ones)."""
+    """Threads and child processes now; `check()` raises if more exist later (after a short
+    settle for exiting threads)."""
 
     def __init__(self) -> None:
         self.python = threading.active_count()
         self.os = os_threads()
+        self.children = len(child_processes())
 
-    def check(self, when: str) -> None:
+    def check(self, when: str, processes: bool = True) -> None:
+        """`processes=False` skips the /proc scan (a few ms), for checks after every timed call."""
+        if processes:
+            started = len(child_processes()) - self.children
+            if started > 0:
+                raise violation(f"started {started} child process(es) {when}: work must happen in "
+                                "this process, inside forward()")
         python, native = threading.active_count(), os_threads()
         if python <= self.python and native <= self.os:
             return

@@ -91,7 +91,7 @@ class TimingGuard:
     def after(self) -> None:
         """No thread the candidate started may outlive a timed call."""
         if self.h.threads is not None:
-            self.h.threads.check("after a timed call")
+            self.h.threads.check("after a timed call", processes=False)
 
     def finish(self, cpu_threads: int) -> None:
         """The CPU-time check of the module docstring (cpp only)."""
