@@ -208,21 +208,28 @@ def run_trial(h: Harness, policy: str, stress: str | None, held: Any,
     return verdict, output
 
 
+def _unwritten(got: torch.Tensor, ref: torch.Tensor, scale: float) -> bool:
+    """NaN (the poison) or values far beyond any the reference has, where the reference is finite."""
+    finite = torch.isfinite(ref)
+    wild = torch.isnan(got) | (got.abs() > 1e6 * max(scale, 1e-30))
+    return bool((wild & finite).any())
+
+
 def hint(output: Any, ref: Any, held: Any, verdict: Comparison) -> str:
     """Name the likely trick behind a mismatch, so the model learns from it (issue 4)."""
     got, want = inputs.tensors(output), inputs.tensors(ref)
     pairs = [(g, r) for g, r in zip(got, want) if g.shape == r.shape and g.is_floating_point()
              and r.is_floating_point()]
-    if any(bool((torch.isnan(g) & ~torch.isnan(r)).any()) for g, r in pairs):
-        return (" (NaN where the reference has numbers: memory the candidate never wrote still "
-                "holds the evaluator's poison; an output from empty() not fully written, a partial "
-                "write or a kernel that did not run)")
+    scale = max((float(r.abs().nan_to_num(0, 0, 0).max()) for _, r in pairs if r.numel()), default=0.0)
+    if any(_unwritten(g, r, scale) for g, r in pairs):
+        return (" (NaN or garbage where the reference has numbers: memory the candidate never "
+                "wrote still holds the evaluator's poison or stale bytes; an output from empty() "
+                "not fully written, a partial write or a kernel that did not run)")
     previous = inputs.tensors(held)
     if len(previous) == len(got) and got and all(
             p.shape == g.shape and p.dtype == g.dtype and guards._bitwise_equal(p, g)
             for p, g in zip(previous, got)):
         return " (identical to the previous call's output for other inputs: a replayed or memoised result)"
-    scale = max((float(r.abs().max()) for _, r in pairs if r.numel()), default=0.0)
     if scale > 0 and 2e-4 <= verdict.max_abs / scale <= 3e-2:
         return (" (errors of this size come from reduced precision, fp16/bf16/TF32 inside an "
                 "fp32 problem, or from an approximate formula)")

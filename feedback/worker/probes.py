@@ -34,7 +34,7 @@ from feedback.worker.harness import Harness, call_reference, check_integrity
 from feedback.worker.tolerance import compare
 
 PROBES = 3
-CPU_SLACK = 0.75
+CPU_SLACK = 0.25
 """Cores above `cpu_threads` a timed program may seem to use before it is refused (clock noise)."""
 MIN_WALL_S = 0.05
 """Below this much timed wall time the CPU-time ratio is noise and is not judged."""
