@@ -209,10 +209,18 @@ def run_trial(h: Harness, policy: str, stress: str | None, held: Any,
 
 
 def _unwritten(got: torch.Tensor, ref: torch.Tensor, scale: float) -> bool:
-    """NaN (the poison) or values far beyond any the reference has, where the reference is finite."""
+    """NaN (the poison), values far beyond any the reference has, or a stretch of zeros (fresh
+    pages) spanning every wrong element, where the reference is finite."""
     finite = torch.isfinite(ref)
     wild = torch.isnan(got) | (got.abs() > 1e6 * max(scale, 1e-30))
-    return bool((wild & finite).any())
+    if bool((wild & finite).any()):
+        return True
+    flat_got, flat_ref = got.flatten(), ref.flatten()
+    wrong = torch.nonzero(flat_got != flat_ref).flatten()
+    if wrong.numel() < 16:
+        return False
+    span = flat_got[int(wrong[0]):int(wrong[-1]) + 1]
+    return bool((span == 0).all())
 
 
 def hint(output: Any, ref: Any, held: Any, verdict: Comparison) -> str:

@@ -42,6 +42,29 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def check_launches(device: torch.device) -> None:
+    """Surface a failed launch of the call just made (issue 4, class 3): a kernel launched with an
+    invalid configuration leaves a *non-sticky* error that no synchronize reports, so launch one
+    tiny kernel of torch's, whose launch check raises it, then wait for the whole device."""
+    if device.type == "cuda":
+        torch.empty(1, device=device).fill_(0)
+        torch.cuda.synchronize(device)
+
+
+def keep_freed_memory() -> None:
+    """On the CPU, let freed memory keep its poison (issue 4, class 2): glibc gives the top of the
+    heap back to the OS (trimming) and serves large blocks with mmap, and either way the next
+    allocation gets fresh zero pages instead of the bytes the poison pass wrote. So freed memory
+    stays in the heap (no trimming; mmap only past 32 MB). Every CPU job, reference and candidate
+    alike, runs with the same allocator settings."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (its maximum on 64-bit)
+
+
 def start_thread_pools(threads: int | None = None) -> None:
     """Start torch's CPU thread pool now, so its threads are part of the baseline thread count."""
     if threads is not None:

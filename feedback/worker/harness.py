@@ -64,6 +64,8 @@ class Harness:
 def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = None) -> Harness:
     """Steps 1 and 2 of the module docstring; the candidate only when `job.candidate_path`."""
     device = devices.job_device(job.backend, job.options.device)
+    if device.type == "cpu":
+        devices.keep_freed_memory()
     devices.set_precision()
     devices.start_thread_pools(cpu_threads)
     problem = loading.load_problem(job.problem, job.options.size)
@@ -204,7 +206,7 @@ def call_candidate(h: Harness, args: Any, held: Any = (), label: str = "a call")
                 output, own_calls = h.own.run(lambda: h.candidate(*args))
             else:
                 output = h.candidate(*args)
-        devices.synchronize(h.device)
+        devices.check_launches(h.device)
     except BaseException as exc:
         check_audit(h, "during forward()")
         raise candidate_error(exc, "ModelNew.forward raised") from exc
