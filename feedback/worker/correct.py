@@ -22,6 +22,8 @@ the job at once.
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,7 +42,7 @@ from feedback.worker.harness import (
     fresh_inputs,
     prepare,
 )
-from feedback.worker.ops import dispatched_ops
+from feedback.worker.ops import base_kernel_name, device_kernels, dispatched_ops
 from feedback.worker.tolerance import Comparison, compare, tolerance_for
 
 
@@ -122,10 +124,28 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
         raise JobFailure(first.status, message, tally.record())
     ops = _record_ops(h)
     if ops is not None:
-        problem = library_violation(job.options.library_ops, ops, h.reference_ops)
+        problem = library_violation(job.options.library_ops, ops, h.reference_ops,
+                                    _foreign_kernels(h))
         if problem:
             raise JobFailure(Status.guard_violation, problem, tally.record())
     return tally.record(), sorted(set(h.notes)), ops
+
+
+def _foreign_kernels(h: Harness) -> list[str]:
+    """GPU only: kernels of one candidate call that are not its own (profiling.py's name rule)."""
+    if h.device.type != "cuda" or h.job.options.library_ops == "allow":
+        return []
+    try:
+        args = fresh_inputs(h, inputs.secret_seed())
+        with torch.no_grad():
+            kernels = device_kernels(lambda: h.candidate(*args))
+        source = Path(h.job.candidate_path).read_text(errors="replace")
+    except Exception as exc:
+        h.notes.append(f"device kernels not recorded: {exc!r}")
+        return []
+    check_integrity(h, "after the kernel-recording call")
+    identifiers = set(re.findall(r"[A-Za-z_]\w*", source))
+    return [k for k in kernels if base_kernel_name(k) not in identifiers]
 
 
 def unseen_size_trial(h: Harness, policy: str, held: Any) -> tuple[Comparison | None, Any]:

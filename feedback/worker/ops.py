@@ -51,3 +51,21 @@ def op_names(fn: Callable[[], Any]) -> set[str]:
     with profile(use_device=None) as prof:
         fn()
     return {e.name for e in prof.function_events if "::" in e.name}
+
+
+def device_kernels(fn: Callable[[], Any]) -> list[str]:
+    """Names of the device kernels `fn()` launched (CUDA): library kernels called without the
+    dispatcher (cuBLAS, cuDNN from C++) show up here and nowhere else."""
+    from torch.autograd.profiler import profile
+
+    with profile(use_device="cuda") as prof:
+        fn()
+        torch.cuda.synchronize()
+    return sorted({e.name for e in prof.function_events
+                   if e.device_type != torch.autograd.DeviceType.CPU})
+
+
+def base_kernel_name(kernel: str) -> str:
+    """`void ns::my_kernel<4>(float*, int)` -> `my_kernel`; `my_kernel_0d1d` stays itself."""
+    name = kernel.removeprefix("void ").split("(", 1)[0].split("<", 1)[0].strip()
+    return name.rsplit("::", 1)[-1].split(" ")[-1]

@@ -36,6 +36,7 @@ from feedback.result import Profile, ProfileRow
 from feedback.worker import devices, inputs
 from feedback.worker.errors import candidate_error
 from feedback.worker.harness import Harness, check_integrity, prepare
+from feedback.worker.ops import base_kernel_name
 
 CALLS = 5
 TOP_ROWS = 20
@@ -69,7 +70,7 @@ def run_profile(job: WorkerJob) -> Profile:
         if name.startswith(OWN_PREFIX):
             return True
         if device_rows:
-            return name not in reference_kernels and _base_name(name) in identifiers
+            return name not in reference_kernels and base_kernel_name(name) in identifiers
         namespace = name.split("::", 1)[0] if "::" in name else None
         return namespace is not None and namespace not in LIBRARY_NAMESPACES and namespace in identifiers
     return breakdown(events, device_rows, own, mark=True)
@@ -110,12 +111,6 @@ def breakdown(events: list[Any], device_rows: bool, own, mark: bool) -> Profile:
     own_us = sum(r.self_time_us for r in rows if r.own)
     return Profile(rows=rows[:TOP_ROWS], own_share=(own_us / total if total else 0.0) if mark else None,
                    device="cuda" if device_rows else "cpu")
-
-
-def _base_name(kernel: str) -> str:
-    """`void ns::my_kernel<4>(float*, int)` -> `my_kernel`; `my_kernel_0d1d` stays itself."""
-    name = kernel.removeprefix("void ").split("(", 1)[0].split("<", 1)[0].strip()
-    return name.rsplit("::", 1)[-1].split(" ")[-1]
 
 
 def _namespaces(h: Harness) -> list[dict[str, Any]]:

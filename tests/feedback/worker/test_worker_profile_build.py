@@ -5,7 +5,8 @@ from __future__ import annotations
 from workerkit import MATMUL
 
 from feedback.result import Status
-from feedback.worker.profiling import _base_name, breakdown
+from feedback.worker.ops import base_kernel_name
+from feedback.worker.profiling import breakdown
 
 CANDIDATE = """
 import torch, torch.nn as nn
@@ -34,9 +35,9 @@ def test_reference_profile_marks_nothing_as_own(kit):
 
 
 def test_own_kernels_are_recognised_by_name():
-    assert _base_name("void my_relu_kernel<float, 4>(float const*, float*, int)") == "my_relu_kernel"
-    assert _base_name("void at::native::vectorized_elementwise_kernel<4>(int)") == "vectorized_elementwise_kernel"
-    assert _base_name("fused_add_kernel") == "fused_add_kernel"
+    assert base_kernel_name("void my_relu_kernel<float, 4>(float const*, float*, int)") == "my_relu_kernel"
+    assert base_kernel_name("void at::native::vectorized_elementwise_kernel<4>(int)") == "vectorized_elementwise_kernel"
+    assert base_kernel_name("fused_add_kernel") == "fused_add_kernel"
 
     class Event:
         def __init__(self, key, us):
@@ -47,7 +48,7 @@ def test_own_kernels_are_recognised_by_name():
             self.device_type = torch.autograd.DeviceType.CUDA
 
     events = [Event("void my_kernel(float*)", 300.0), Event("ampere_sgemm_128x64_nn", 100.0)]
-    profile = breakdown(events, True, own=lambda n: _base_name(n) == "my_kernel", mark=True)
+    profile = breakdown(events, True, own=lambda n: base_kernel_name(n) == "my_kernel", mark=True)
     assert profile.own_share == 0.75 and profile.rows[0].own and not profile.rows[1].own
 
 
