@@ -1,0 +1,59 @@
+"""Shared fixtures of the hardening corpus: the evaluator's options per batch, problems by spec.
+
+The compile cache is KERNEL_REFINE_CACHE when set (CI points it at one directory), else the
+evaluator's default; every corpus candidate shares one C++ extension build (corpus.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from feedback.options import EvalOptions, default_cache_dir  # noqa: E402
+from problems.record import Problem  # noqa: E402
+from problems.spec import select  # noqa: E402
+
+BATCHES = {
+    "correct": {"time": False},
+    "timed": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
+    "strict": {"time": False, "library_ops": "strict"},
+    "alone": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
+}
+"""Options per batch of the corpus (cases.Case.batch), over `base_options`. `alone` is timed
+like `timed` but runs by itself: the CPU-cores check needs the machine's cores free."""
+
+
+@pytest.fixture(scope="session")
+def base_options() -> EvalOptions:
+    cache = default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    return EvalOptions(size="small", cache_dir=cache, run_timeout_s=60,
+                       memory_limit_mb=6000)
+
+
+def problem_of(spec: object) -> Problem:
+    """A `Problem` from a suite spec, or the record itself."""
+    return spec if isinstance(spec, Problem) else select(str(spec)).problems[0]
+
+
+@pytest.fixture(scope="session")
+def fault_batch(base_options):
+    """The 50-candidate batch of test_faults_cpp.py (the limits' candidates are part of it)."""
+    import time
+
+    from faults import BATCH_OPTIONS, FAULTS, MARKER
+
+    from feedback.evaluate import evaluate_many
+
+    MARKER.unlink(missing_ok=True)
+    options = base_options.model_copy(update=BATCH_OPTIONS)
+    items = [(problem_of(f.problem), f.code, "cpp") for f in FAULTS]
+    start = time.monotonic()
+    results = evaluate_many(items, options, compile_workers=2)
+    return results, time.monotonic() - start
