@@ -29,6 +29,7 @@ POISON_MIN_BYTES = {"cpu": 1 << 20, "cuda": 64 << 20}
 POISON_MAX_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}
 SMALL_BLOCK = 1 << 20  # the CUDA caching allocator's small-pool boundary
 SETTLE_S = 0.02
+CPU_COPIES = 6
 
 
 def violation(trick: str) -> JobFailure:
@@ -155,7 +156,12 @@ def poison_memory(device: torch.device, sizes: list[int], budget: int) -> None:
     if kind == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         budget = min(budget, free // 4)
-    blocks = [torch.empty(n, dtype=torch.uint8, device=device) for n in sizes if 0 < n <= budget]
+    # On the CPU (glibc), small allocations between the poison pass and the candidate's can split
+    # a freed block; several poisoned blocks per output size leave the next one of that size
+    # poisoned all the same.
+    copies = 1 if kind == "cuda" else CPU_COPIES
+    blocks = [torch.empty(n, dtype=torch.uint8, device=device)
+              for n in sizes if 0 < n <= budget for _ in range(max(1, min(copies, budget // n)))]
     blocks.append(torch.empty(budget, dtype=torch.uint8, device=device))
     if kind == "cuda":
         blocks += [torch.empty(SMALL_BLOCK // 2 >> (k % 6), dtype=torch.uint8, device=device)
@@ -164,7 +170,8 @@ def poison_memory(device: torch.device, sizes: list[int], budget: int) -> None:
         block.fill_(0xFF)
     if kind == "cuda":
         torch.cuda.synchronize(device)
-    del blocks
+    while blocks:  # the first-allocated (best-fit) block is freed last: first in line again
+        blocks.pop()
 
 
 def check_stable(output: Any, device: torch.device) -> None:
