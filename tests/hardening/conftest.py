@@ -1,4 +1,4 @@
-"""Shared fixtures of the hardening corpus: the evaluator's options per batch, problems by spec.
+"""Shared fixtures of the hardening corpus: the evaluator's options, the faults batch.
 
 The compile cache is KERNEL_REFINE_CACHE when set (CI points it at one directory), else the
 evaluator's default; every corpus candidate shares one C++ extension build (corpus.py).
@@ -15,18 +15,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from feedback.options import EvalOptions, default_cache_dir  # noqa: E402
-from problems.record import Problem  # noqa: E402
-from problems.spec import select  # noqa: E402
+from hardkit import problem_of  # noqa: E402
 
-BATCHES = {
-    "correct": {"time": False},
-    "timed": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
-    "strict": {"time": False, "library_ops": "strict"},
-    "alone": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
-}
-"""Options per batch of the corpus (cases.Case.batch), over `base_options`. `alone` is timed
-like `timed` but runs by itself: the CPU-cores check needs the machine's cores free."""
+from feedback.options import EvalOptions, default_cache_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -35,11 +26,6 @@ def base_options() -> EvalOptions:
     cache.mkdir(parents=True, exist_ok=True)
     return EvalOptions(size="small", cache_dir=cache, run_timeout_s=60,
                        memory_limit_mb=6000)
-
-
-def problem_of(spec: object) -> Problem:
-    """A `Problem` from a suite spec, or the record itself."""
-    return spec if isinstance(spec, Problem) else select(str(spec)).problems[0]
 
 
 @pytest.fixture(scope="session")

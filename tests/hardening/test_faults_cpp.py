@@ -10,7 +10,7 @@ import time
 
 import pytest
 from faults import FAULTS, TIMEOUT_S
-from test_limits_cpp import leaked_workers
+from hardkit import leaked_workers
 
 from feedback.result import Status
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import problem_of
 from gpu_corpus import cuda_candidate, triton_candidate
+from hardkit import problem_of
 
 from feedback.evaluate import evaluate_many
 from feedback.result import EvalResult, Status

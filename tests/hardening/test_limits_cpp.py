@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 from faults import FAULTS, MARKER
+from hardkit import leaked_workers
 
 from feedback.sandbox import isolation_available
 
@@ -24,23 +24,6 @@ pytestmark = pytest.mark.slow
 
 LIMITS = ["wall_time_python", "wall_time_native", "address_space", "open_files", "output_size",
           "child_process", "write_outside_scratch", "network", "write_scratch_is_fine"]
-
-
-def leaked_workers() -> list[int]:
-    """Processes whose HOME is a worker scratch directory that no longer exists (a job that
-    ended left them behind)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            env = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        homes = [e[5:].decode() for e in env if e.startswith(b"HOME=")]
-        if homes and Path(homes[0]).name.startswith("kr-") and not Path(homes[0]).exists():
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from cases import ALL, Case, relu
-from conftest import BATCHES, problem_of
+from hardkit import BATCHES, problem_of
 
 from feedback.compile import compile_candidate, locate
 from feedback.environment import REPO_ROOT
