@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import aiosqlite
 import structlog
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent.context import Context
@@ -26,7 +28,7 @@ from agent.progress import RunProgress
 from agent.provenance import hardware_facts, make_record
 from agent.settings import RefineSettings, RunSettings, SampleSettings
 from agent.state import initial_state
-from agent.store import CHECKPOINTS, LOG, RunStore, new_run_dir
+from agent.store import CHECKPOINTS, LOG, RunStore, checkpoint_types, new_run_dir
 from feedback.options import EvalOptions
 from problems.record import Problem
 
@@ -130,8 +132,10 @@ async def run_trajectory(graph, ctx: Context, problem: Problem, index: int,
     config = {"configurable": {"thread_id": f"{ctx.run_id}/{problem.id}/{index}"},
               "recursion_limit": recursion_limit(ctx.turns)}
     snapshot = await graph.aget_state(config)
-    if snapshot.values and not snapshot.next:
+    if snapshot.values and not snapshot.next and not snapshot.tasks:
         return  # finished before
+    # (a step whose writes were saved but not yet its checkpoint has no `next` but one task:
+    # LangGraph applies those writes on resume and carries on)
     done = len(snapshot.values.get("history", [])) if snapshot.values else 0
     label = f"{problem.id}#{index}"
     task = progress.start(label, ctx.turns, done)
@@ -185,7 +189,9 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
 
         async def main() -> dict[str, str]:
             ctx.gates = EvalGates(settings.backend)
-            async with AsyncSqliteSaver.from_conn_string(str(store.path / CHECKPOINTS)) as saver:
+            serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types())
+            async with aiosqlite.connect(str(store.path / CHECKPOINTS)) as conn:
+                saver = AsyncSqliteSaver(conn, serde=serde)
                 enabled = sys.stderr.isatty() if show_progress is None else show_progress
                 with RunProgress(max(remaining, 0), enabled=enabled) as progress:
                     return await drive(make_graph(saver), ctx, jobs, settings.concurrency,

@@ -35,6 +35,24 @@ CREATE TABLE IF NOT EXISTS attempts (
 """
 
 
+def checkpoint_types() -> list[type]:
+    """The project's own record types that trajectory state holds, which LangGraph's checkpoint
+    serializer may rebuild on resume (every other type is refused rather than unpickled)."""
+    import enum
+    import inspect
+
+    from pydantic import BaseModel
+
+    import agent.records
+    import feedback.result
+    import problems.record
+
+    return [obj for module in (agent.records, feedback.result, problems.record)
+            for obj in vars(module).values()
+            if inspect.isclass(obj) and obj.__module__ == module.__name__
+            and issubclass(obj, (BaseModel, enum.Enum))]
+
+
 def new_run_dir(root: Path, name: str) -> Path:
     """A fresh run directory name: `<UTC timestamp>_<name>_<random id>`."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())

@@ -201,7 +201,7 @@ def call_candidate(h: Harness, args: Any, held: Any = (), label: str = "a call")
     guards.poison_memory(h.device, h.output_sizes, 2 * h.io_bytes)
     own_calls = None
     try:
-        with torch.no_grad():
+        with torch.no_grad(), devices.fresh_memory_poisoned(h.device):
             if h.own is not None:
                 output, own_calls = h.own.run(lambda: h.candidate(*args))
             else:

@@ -96,6 +96,35 @@ def test_resume_continues_without_redoing_finished_turns(tmp_path, scripted, tra
     assert RunStore(outcome.path).trajectories()[0].best_per_turn == [None, 1, 2]
 
 
+def test_resume_after_a_crash_between_a_steps_writes_and_its_checkpoint(
+        tmp_path, scripted, transcript, monkeypatch, caplog):
+    """Killed after turn 0 was stored and its step's writes saved, before the next checkpoint:
+    the snapshot then has no `next` node but one task holding writes; it is not finished."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    class Crash(Exception):
+        pass
+
+    real = AsyncSqliteSaver.aput
+
+    async def crash_after_turn_0(self, config, checkpoint, metadata, new_versions):
+        if checkpoint["channel_values"].get("turn") == 1:
+            raise Crash("killed before the checkpoint")
+        return await real(self, config, checkpoint, metadata, new_versions)
+
+    model = transcript({(RELU, 0, t): f"ok {0.5 - 0.1 * t} 0.0" for t in range(3)})
+    monkeypatch.setattr(AsyncSqliteSaver, "aput", crash_after_turn_0)
+    first = execute(settings(model, tmp_path, turns=3), "refine", evaluator=scripted)
+    assert "Crash" in first.failed[f"{RELU}#0"]
+    assert RunStore(first.path).done_keys() == {(RELU, 0, 0)}
+    monkeypatch.setattr(AsyncSqliteSaver, "aput", real)
+    again = execute(RefineSettings(resume=first.path), "refine", evaluator=scripted)
+    assert not again.failed
+    assert RunStore(first.path).done_keys() == {(RELU, 0, t) for t in range(3)}
+    assert RunStore(first.path).trajectories()[0].best_per_turn == [0, 1, 2]
+    assert "unregistered type" not in caplog.text  # every state type is on the allow-list
+
+
 def test_the_store_is_the_ground_truth_when_checkpoints_are_lost(tmp_path, scripted, transcript):
     model = transcript({(RELU, 0, 0): "ok 0.5 0.0", (RELU, 0, 1): "ok 0.4 0.0"})
     path = refine.run(settings(model, tmp_path, turns=2), evaluator=scripted)

@@ -142,3 +142,21 @@ def test_a_joined_worker_thread_is_fine(kit):
                 return out
     """)
     assert report.status == Status.ok, report.message
+
+
+@pytest.mark.parametrize("numel", [4096, 16384, 1 << 20, 1 << 24])
+def test_cpu_blocks_handed_out_during_a_candidate_call_hold_poison(numel):
+    """glibc's M_PERTURB, on only around the candidate's call: whichever freed block an `empty`
+    output lands on, its bytes are 0xFE, never a stale reference answer; off again afterwards."""
+    import torch
+
+    from feedback.worker import devices
+
+    stale = [torch.randn(n) for n in (numel, numel // 2, 3 * numel)]
+    del stale
+    poison = int.from_bytes(bytes([devices.PERTURB_BYTE ^ 0xFF] * 4), "little", signed=True)
+    with devices.fresh_memory_poisoned(torch.device("cpu")):
+        inside = torch.empty(numel)
+        assert bool((inside.view(torch.int32) == poison).all())
+    assert float(inside[0]) < -1e38   # what a float32 reader of the unwritten part sees
+    assert not bool((torch.empty(numel).view(torch.int32) == poison).all())  # off again
