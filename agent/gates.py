@@ -1,21 +1,32 @@
 """Admission to the evaluator's stages, so concurrent trajectories never distort each other's
-timing.
+timing, and the scheduler's own account of how busy each gate kept its resource.
 
-Compiles run in parallel, at most one per host CPU. The evaluator itself serialises device jobs
-(its per-device lock), which is all a GPU backend needs. On the cpp backend the device *is* the
-host, so compiles would steal the cores being timed: there a timing run waits until no compile
-or correctness check is running, and holds them off while it measures.
+Compiles run in parallel, at most one per host CPU (the `compile` gate). Correctness and timing
+pass the `device` gate: on a GPU backend one job at a time per device, in the order asked (the
+evaluator's per-device lock says the same across processes; queueing here keeps the waiting
+trajectories off the thread pool). On the cpp backend the device *is* the host, so compiles
+would steal the cores being timed: there a timing run waits until no compile or correctness
+check is running, and holds them off while it measures.
+
+Each gate meters itself: busy seconds (the union of its holds, so two overlapping compiles count
+once), the sum of its holds, the number of stage calls and the time they waited to enter.
+`EvalGates.stats()` reports them; busy seconds over the wall time since the gates were made is
+the share of the run the GPU (or the compile pool) was working.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+import time
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 Stage = Literal["compile", "correct", "perform"]
+Gate = Literal["compile", "device"]
+GATE_OF: dict[Stage, Gate] = {"compile": "compile", "correct": "device", "perform": "device"}
 
 
 class SharedExclusive:
@@ -61,17 +72,126 @@ class SharedExclusive:
                 self._cond.notify_all()
 
 
+@dataclass(frozen=True)
+class GateStats:
+    """One gate's account over a run so far."""
+
+    calls: int
+    """Stage calls that entered the gate."""
+    busy_s: float
+    """Seconds at least one call held the gate (the union of the holds)."""
+    held_s: float
+    """Sum of the holds (equals busy_s when holds never overlap)."""
+    wait_s: float
+    """Sum of the seconds calls waited to enter."""
+    max_wait_s: float
+    """Longest single wait."""
+    wall_s: float
+    """Seconds since the gates were made."""
+
+    @property
+    def busy_share(self) -> float | None:
+        """busy_s / wall_s: the share of the run the gate's resource was working (None at 0 s)."""
+        return self.busy_s / self.wall_s if self.wall_s > 0 else None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {**asdict(self), "busy_share": self.busy_share}
+
+
+class Meter:
+    """Busy time as the union of hold intervals, computed online from enter/leave times."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.wait_s = 0.0
+        self.max_wait_s = 0.0
+        self.held_s = 0.0
+        self._busy_s = 0.0
+        self._holders = 0
+        self._busy_since = 0.0
+
+    def enter(self, requested: float, acquired: float) -> None:
+        self.calls += 1
+        self.wait_s += acquired - requested
+        self.max_wait_s = max(self.max_wait_s, acquired - requested)
+        if self._holders == 0:
+            self._busy_since = acquired
+        self._holders += 1
+
+    def leave(self, acquired: float, released: float) -> None:
+        self.held_s += released - acquired
+        self._holders -= 1
+        if self._holders == 0:
+            self._busy_s += released - self._busy_since
+
+    def busy_s(self, now: float) -> float:
+        """Busy seconds up to `now` (a hold still open counts up to `now`)."""
+        return self._busy_s + (now - self._busy_since if self._holders else 0.0)
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """One stage call through a gate (kept only when the gates trace)."""
+
+    stage: Stage
+    key: Hashable
+    """What the caller named the call (the graph passes (problem, index, turn))."""
+    requested: float
+    acquired: float
+    released: float
+
+
 class EvalGates:
-    """Which gate each evaluator stage passes through, for one backend."""
+    """Which gate each evaluator stage passes through, for one backend, and their accounting.
 
-    def __init__(self, backend: str, cpu_slots: int | None = None):
+    Args:
+        backend: the run's backend (`cpp` shares the host between compiles and the device).
+        cpu_slots: concurrent compiles (None = the host's CPU count).
+        trace: keep every call's times in `calls` (benchmarks; memory grows with the run).
+        clock: monotonic seconds (injectable for tests).
+    """
+
+    def __init__(self, backend: str, cpu_slots: int | None = None, *, trace: bool = False,
+                 clock: Callable[[], float] = time.monotonic):
         self.backend = backend
-        self._cpu = SharedExclusive(cpu_slots or os.cpu_count() or 1)
+        self.cpu_slots = cpu_slots or os.cpu_count() or 1
+        self._cpu = SharedExclusive(self.cpu_slots)
+        self._device = asyncio.Lock()
+        self._clock = clock
+        self._opened = clock()
+        self._meters: dict[Gate, Meter] = {"compile": Meter(), "device": Meter()}
+        self.calls: list[GateCall] | None = [] if trace else None
 
-    def stage(self, stage: Stage) -> AbstractAsyncContextManager:
-        """The async context manager to hold while running `stage`."""
+    def stage(self, stage: Stage, key: Hashable = None) -> AbstractAsyncContextManager:
+        """The async context manager to hold while running `stage` (`key` names it in traces)."""
+        return self._metered(stage, key, self._admission(stage))
+
+    def _admission(self, stage: Stage) -> AbstractAsyncContextManager:
         if stage == "compile":
             return self._cpu.shared()
         if self.backend != "cpp":
-            return nullcontext()
+            return self._device
         return self._cpu.exclusive() if stage == "perform" else self._cpu.shared()
+
+    @asynccontextmanager
+    async def _metered(self, stage: Stage, key: Hashable,
+                       admission: AbstractAsyncContextManager) -> AsyncIterator[None]:
+        meter = self._meters[GATE_OF[stage]]
+        requested = self._clock()
+        async with admission:
+            acquired = self._clock()
+            meter.enter(requested, acquired)
+            try:
+                yield
+            finally:
+                released = self._clock()
+                meter.leave(acquired, released)
+                if self.calls is not None:
+                    self.calls.append(GateCall(stage, key, requested, acquired, released))
+
+    def stats(self) -> dict[Gate, GateStats]:
+        """Each gate's account from when the gates were made until now."""
+        now = self._clock()
+        return {name: GateStats(calls=m.calls, busy_s=m.busy_s(now), held_s=m.held_s,
+                                wait_s=m.wait_s, max_wait_s=m.max_wait_s, wall_s=now - self._opened)
+                for name, m in self._meters.items()}

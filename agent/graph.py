@@ -57,7 +57,8 @@ async def _stage(stage: Literal["compile", "correct", "perform"], state: State,
     args = (problem, code, ctx.backend, ctx.options)
     if stage != "compile":
         args += (state["result"],)
-    async with ctx.gates.stage(stage) if ctx.gates else nullcontext():
+    key = (problem.id, state["index"], state["turn"])
+    async with ctx.gates.stage(stage, key) if ctx.gates else nullcontext():
         start = time.perf_counter()
         result = await asyncio.to_thread(getattr(ctx.evaluator, stage), *args)
         spent = time.perf_counter() - start

@@ -21,7 +21,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from agent.context import Context
-from agent.gates import EvalGates
+from agent.gates import EvalGates, GateStats
 from agent.graph import make_graph, recursion_limit
 from agent.logs import bind_trajectory, logging_to
 from agent.progress import RunProgress
@@ -48,6 +48,8 @@ class Outcome:
     settings: RunSettings
     problems: list[Problem]
     failed: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, GateStats] = field(default_factory=dict)
+    """The scheduler's account of each evaluator gate (`agent.gates`): calls, busy, waits."""
 
 
 def select_problems(spec: str) -> list[Problem]:
@@ -172,8 +174,13 @@ async def drive(graph, ctx: Context, jobs: list[tuple[Problem, int]], limit: int
 
 
 def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
-            show_progress: bool | None = None) -> Outcome:
-    """Run (or resume) a refinement or sampling run; see `agent.refine.run`."""
+            gates: EvalGates | None = None, show_progress: bool | None = None) -> Outcome:
+    """Run (or resume) a refinement or sampling run; see `agent.refine.run`.
+
+    `llm`, `evaluator` and `gates` replace the ones the settings would make (tests, benchmarks:
+    `gates` with other compile slots, or tracing). The gates' clock starts when they are made:
+    the run's own just before the first trajectory, injected ones wherever the caller made them.
+    """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     asked = settings
     settings, store, problems = _open(settings, mode)
@@ -187,15 +194,19 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
                  path=str(store.path), model=settings.model, backend=settings.backend,
                  problems=len(problems), trajectories=len(jobs), turns=ctx.turns)
 
+        stats: dict[str, GateStats] = {}
+
         async def main() -> dict[str, str]:
-            ctx.gates = EvalGates(settings.backend)
+            ctx.gates = gates or EvalGates(settings.backend)
             serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types())
             async with aiosqlite.connect(str(store.path / CHECKPOINTS)) as conn:
                 saver = AsyncSqliteSaver(conn, serde=serde)
                 enabled = sys.stderr.isatty() if show_progress is None else show_progress
                 with RunProgress(max(remaining, 0), enabled=enabled) as progress:
-                    return await drive(make_graph(saver), ctx, jobs, settings.concurrency,
-                                       progress)
+                    failed = await drive(make_graph(saver), ctx, jobs, settings.concurrency,
+                                         progress)
+            stats.update(ctx.gates.stats())
+            return failed
 
         try:
             failed = asyncio.run(main())
@@ -204,7 +215,21 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
                         resume=f"--resume {store.path}")
             raise
         log.info("run finished", run=ctx.run_id, failed=len(failed), path=str(store.path))
-    return Outcome(path=store.path, settings=settings, problems=problems, failed=failed)
+        log.info("scheduler", **_gate_fields(stats))
+    return Outcome(path=store.path, settings=settings, problems=problems, failed=failed,
+                   gates=stats)
+
+
+def _gate_fields(stats: dict[str, GateStats]) -> dict[str, float | int | None]:
+    """One flat log line: wall time, then per gate calls, busy share, busy and wait seconds."""
+    fields: dict[str, float | int | None] = {}
+    for name, s in stats.items():
+        fields["wall_s"] = round(s.wall_s, 2)
+        share = s.busy_share
+        fields.update({f"{name}_calls": s.calls, f"{name}_busy_s": round(s.busy_s, 2),
+                       f"{name}_busy_share": round(share, 3) if share is not None else None,
+                       f"{name}_wait_s": round(s.wait_s, 2)})
+    return fields
 
 
 def _warn_on_resume(asked: RunSettings, stored: RunSettings, store: RunStore) -> None:
