@@ -115,6 +115,17 @@ def write_record(path: Path, record: BaseModel) -> None:
 
 
 @functools.cache
+def _input_signature(problem: Any, size: str | None) -> str:
+    """`f32[4096, 4096], ...`: the inputs' dtypes and shapes (the source hash implies them for a
+    given size; spelled out so the key says what it measured). `?` when they cannot be listed."""
+    from problems.inputs import describe_inputs
+
+    try:
+        return ", ".join(describe_inputs(problem, size))
+    except Exception:  # noqa: BLE001 - the worker reports a broken problem; the key stays usable
+        return "?"
+
+
 def harness_version() -> str:
     """Hash of the worker's source: cached timings are void once the way of measuring changes."""
     files = sorted((Path(__file__).parent / "worker").glob("*.py"))
@@ -124,13 +135,15 @@ def harness_version() -> str:
 def reference_path(options: Any, problem: Any, kind: str, role: str, backend: str,
                    device_name: str | None) -> Path | None:
     """Where the timing (or profile) of a reference program lives: per problem and its source,
-    size, device, torch, harness version and timing knobs. None when the device is unknown."""
+    size, input dtypes and shapes, device, torch, harness version and timing knobs. None when the
+    device is unknown."""
     if not device_name:
         return None
     import torch
 
     key = digest("reference", kind, role, problem.id, code_hash(problem.source), options.size,
+                 _input_signature(problem, options.size),
                  backend == "cpp", device_name, torch.__version__, harness_version(),
-                 options.timing_trials, options.warmup, options.input_sets, options.cpu_threads,
-                 options.compile_mode if role == "compiled" else "")
+                 options.timing_trials, options.warmup, options.input_sets, options.settle_ms,
+                 options.cpu_threads, options.compile_mode if role == "compiled" else "")
     return Path(options.cache_dir) / "reference" / f"{key[:32]}.json"

@@ -30,6 +30,10 @@ class EvalOptions(BaseModel):
     timing_trials: int = Field(default=100, ge=1, description="Timed calls per program.")
     warmup: int = Field(default=5, ge=0, description="Untimed calls before timing.")
     input_sets: int = Field(default=4, ge=1, description="Input sets rotated through timed calls.")
+    settle_ms: float = Field(default=0.0, ge=0, description="GPU: trusted device work (cache "
+                             "flushes) for this long before the first call, so a timing process "
+                             "starts at the clocks of a busy GPU, not an idle one (an experiment "
+                             "for the timing-stability target; off until measured to help).")
     time: bool = Field(default=True, description="Run the timing stage.")
     baselines: bool = Field(default=True, description="Time the eager (and compile) references.")
     compile_baseline: bool = Field(default=True, description="Also time torch.compile of the reference.")

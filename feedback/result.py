@@ -37,6 +37,8 @@ class TimingStats(_Record):
     max_ms: float = Field(description="Slowest trial.")
     n: int = Field(description="Number of timed trials.")
     clock: str = Field(description="`cuda_events` on a GPU, `host_wall` on the cpp backend.")
+    sm_clock_mhz: list[int] | None = Field(default=None, description="GPU: the SM clock (NVML) "
+                                           "before the first and after the last timed call.")
 
 
 class Tolerance(_Record):

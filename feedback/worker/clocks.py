@@ -43,6 +43,12 @@ class Clock:
     def flush(self) -> None:
         self.flush_buffer.zero_()
 
+    def settle(self, ms: float) -> None:
+        """Nothing to do on the CPU (its clocks are not the evaluator's to steer)."""
+
+    def sm_clock_mhz(self) -> int | None:
+        return None
+
     def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
         self.flush()
         start = perf_counter()
@@ -56,6 +62,23 @@ class CudaClock(Clock):
     def flush_bytes(self) -> int:
         l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)
         return max(GPU_FLUSH_MIN, 2 * l2)
+
+    def settle(self, ms: float) -> None:
+        """Keep the device busy with trusted work (cache flushes) for `ms` milliseconds: an idle
+        GPU runs at lower clocks and takes a while to ramp up, which made one process's medians
+        differ from the next one's (docs/gpu-validation.md)."""
+        end = perf_counter() + ms / 1e3
+        while perf_counter() < end:
+            for _ in range(8):
+                self.flush()
+            _synchronize(self.device)
+
+    def sm_clock_mhz(self) -> int | None:
+        """The SM clock now (NVML through torch), or None when NVML is unavailable."""
+        try:
+            return int(torch.cuda.clock_rate(self.device))
+        except Exception:  # noqa: BLE001 - pynvml missing or unsupported: a diagnostic only
+            return None
 
     def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)

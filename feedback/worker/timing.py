@@ -51,6 +51,8 @@ def run_time(job: WorkerJob) -> TimingResult:
     times: list[float] = []
     total = job.options.warmup + job.options.timing_trials
     guard = TimingGuard(h, policy, job.options.warmup, total) if job.role == "candidate" else None
+    clock.settle(job.options.settle_ms)
+    clocks_mhz = [clock.sm_clock_mhz()]
     for call in range(total):
         k = call % n_sets
         others = [o for i, o in enumerate(outputs) if i != k]
@@ -76,7 +78,10 @@ def run_time(job: WorkerJob) -> TimingResult:
         check_integrity(h, "after the timed calls")
         guard.finish(job.options.cpu_threads)
         _recheck(h, policy, buffers, seeds, outputs, total)
+    clocks_mhz.append(clock.sm_clock_mhz())
     stats, noise = clocks.summarize(times, clock.name)
+    if None not in clocks_mhz:
+        stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     result = TimingResult(stats, noise, sorted(set(h.notes)))
     if job.role == "eager":
         args = buffers[(total - 1) % n_sets]

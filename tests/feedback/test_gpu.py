@@ -60,6 +60,8 @@ def test_correct_kernel_is_timed_with_cuda_events_and_baselines(batch):
     assert r.speedup_eager is not None and r.eager.clock == "cuda_events"
     assert r.environment.device.startswith("NVIDIA") and r.environment.driver
     assert r.roofline is not None and r.roofline.sol_ms is not None and not r.roofline.suspicious
+    # the SM clock at the start and end of timing, read through NVML (diagnoses clock drift)
+    assert r.runtime.sm_clock_mhz is not None and all(m > 100 for m in r.runtime.sm_clock_mhz)
 
 
 def test_failure_messages_name_the_cause(batch):
