@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import fcntl
-import functools
 import hashlib
 import json
 import os
@@ -114,16 +113,22 @@ def write_record(path: Path, record: BaseModel) -> None:
     write_atomic(path, record.model_dump_json(indent=1))
 
 
-@functools.cache
+_SIGNATURES: dict[tuple[str, str, str | None], str] = {}
+
+
 def _input_signature(problem: Any, size: str | None) -> str:
     """`f32[4096, 4096], ...`: the inputs' dtypes and shapes (the source hash implies them for a
-    given size; spelled out so the key says what it measured). `?` when they cannot be listed."""
+    given size; spelled out so the key says what it measured). `?` when they cannot be listed.
+    Remembered per (problem, source, size): listing them loads the problem's module."""
     from problems.inputs import describe_inputs
 
-    try:
-        return ", ".join(describe_inputs(problem, size))
-    except Exception:  # noqa: BLE001 - the worker reports a broken problem; the key stays usable
-        return "?"
+    key = (problem.id, code_hash(problem.source), size)
+    if key not in _SIGNATURES:
+        try:
+            _SIGNATURES[key] = ", ".join(describe_inputs(problem, size))
+        except Exception:  # noqa: BLE001 - the worker reports a broken problem; key stays usable
+            _SIGNATURES[key] = "?"
+    return _SIGNATURES[key]
 
 
 def harness_version() -> str:
