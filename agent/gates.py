@@ -6,7 +6,9 @@ pass the `device` gate: on a GPU backend one job at a time per device, in the or
 evaluator's per-device lock says the same across processes; queueing here keeps the waiting
 trajectories off the thread pool). On the cpp backend the device *is* the host, so compiles
 would steal the cores being timed: there a timing run waits until no compile or correctness
-check is running, and holds them off while it measures.
+check is running, and holds them off while it measures. With the Ray executor the stages run on
+the cluster: the gates then admit as many compiles as the cluster has free CPUs and as many
+correctness/timing jobs as there are stage workers (`RayEvaluator.admission`), and Ray places them.
 
 Each gate meters itself: busy seconds (the union of its holds, so two overlapping compiles count
 once), the sum of its holds, the number of stage calls and the time they waited to enter.
@@ -147,16 +149,22 @@ class EvalGates:
     Args:
         backend: the run's backend (`cpp` shares the host between compiles and the device).
         cpu_slots: concurrent compiles (None = the host's CPU count).
+        device_slots: concurrent correctness/timing jobs (1 per GPU of this host; a Ray
+            executor's pool of stage workers has one slot per worker).
+        remote: the stages run on other machines (a Ray cluster): on cpp, timing then no longer
+            shares this host's cores with compiles, so it passes the device gate like a GPU.
         trace: keep every call's times in `calls` (benchmarks; memory grows with the run).
         clock: monotonic seconds (injectable for tests).
     """
 
-    def __init__(self, backend: str, cpu_slots: int | None = None, *, trace: bool = False,
+    def __init__(self, backend: str, cpu_slots: int | None = None, *, device_slots: int = 1,
+                 remote: bool = False, trace: bool = False,
                  clock: Callable[[], float] = time.monotonic):
         self.backend = backend
         self.cpu_slots = cpu_slots or os.cpu_count() or 1
         self._cpu = SharedExclusive(self.cpu_slots)
-        self._device = asyncio.Lock()
+        self._device = asyncio.Semaphore(device_slots)
+        self._remote = remote
         self._clock = clock
         self._opened = clock()
         self._meters: dict[Gate, Meter] = {"compile": Meter(), "device": Meter()}
@@ -169,7 +177,7 @@ class EvalGates:
     def _admission(self, stage: Stage) -> AbstractAsyncContextManager:
         if stage == "compile":
             return self._cpu.shared()
-        if self.backend != "cpp":
+        if self.backend != "cpp" or self._remote:
             return self._device
         return self._cpu.exclusive() if stage == "perform" else self._cpu.shared()
 

@@ -53,6 +53,8 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
     add("--hardware", "hardware", action="store_const", const=True)
     add("--log-format", "log_format", choices=["console", "json"])
     add("--noise-margin", "noise_margin", type=float)
+    add("--executor", "executor", choices=["local", "ray"])
+    add("--ray-address", "ray_address", metavar="auto|HOST:PORT")
 
 
 def settings_from(args: argparse.Namespace, cls: type[RunSettings]) -> RunSettings:

@@ -34,6 +34,9 @@ from problems.record import Problem
 
 log = structlog.get_logger("agent.runner")
 Mode = Literal["refine", "sample"]
+PER_SESSION = ("resume", "concurrency", "log_format", "executor", "ray_address")
+"""Settings a resume takes from its own invocation, not the stored run: how and where it runs
+(a run started on one machine may be finished on a Ray cluster), never what it measures."""
 
 
 class ProblemSpecError(ValueError):
@@ -87,8 +90,7 @@ def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore, lis
         if record.mode != mode:
             raise ValueError(f"{settings.resume} is a {record.mode} run, not a {mode} run")
         stored = type(settings).model_validate(
-            {**record.config, "resume": settings.resume, "concurrency": settings.concurrency,
-             "log_format": settings.log_format})
+            {**record.config, **{name: getattr(settings, name) for name in PER_SESSION}})
         return stored, store, select_problems(stored.problems)
     settings = settings.resolved()
     problems = select_problems(settings.problems)
@@ -112,9 +114,9 @@ def _context(settings: RunSettings, store: RunStore, llm, evaluator) -> Context:
         llm = make_client(settings.model, llm_args=llm_args, concurrency=settings.concurrency,
                           timeout_s=settings.llm_timeout_s)
     if evaluator is None:
-        from feedback.evaluate import LocalEvaluator
+        from feedback.executor import make_evaluator
 
-        evaluator = LocalEvaluator()
+        evaluator = make_evaluator(settings.executor, settings.ray_address)
     options = EvalOptions(**{**settings.eval_options, "size": settings.size,
                              "profile": refine and mode.profile})
     return Context(
@@ -197,7 +199,7 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
         stats: dict[str, GateStats] = {}
 
         async def main() -> dict[str, str]:
-            ctx.gates = gates or EvalGates(settings.backend)
+            ctx.gates = gates or make_gates(settings.backend, ctx.evaluator)
             serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types())
             async with aiosqlite.connect(str(store.path / CHECKPOINTS)) as conn:
                 saver = AsyncSqliteSaver(conn, serde=serde)
@@ -214,10 +216,24 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
             log.warning("interrupted: finished attempts are stored",
                         resume=f"--resume {store.path}")
             raise
+        finally:
+            if evaluator is None and hasattr(ctx.evaluator, "close"):
+                ctx.evaluator.close()  # the executor this run made (a Ray one: its actors)
         log.info("run finished", run=ctx.run_id, failed=len(failed), path=str(store.path))
         log.info("scheduler", **_gate_fields(stats))
     return Outcome(path=store.path, settings=settings, problems=problems, failed=failed,
                    gates=stats)
+
+
+def make_gates(backend: str, evaluator) -> EvalGates:
+    """The run's gates: this host's (a CPU per compile, a device gate), or, for an evaluator
+    that runs the stages elsewhere and says how much it takes at once (`admission`, the Ray
+    executor), that many compiles and correctness/timing jobs."""
+    admission = getattr(evaluator, "admission", None)
+    if admission is None:
+        return EvalGates(backend)
+    slots = admission(backend)
+    return EvalGates(backend, slots.compile_slots, device_slots=slots.device_slots, remote=True)
 
 
 def _gate_fields(stats: dict[str, GateStats]) -> dict[str, float | int | None]:
@@ -238,7 +254,7 @@ def _warn_on_resume(asked: RunSettings, stored: RunSettings, store: RunStore) ->
     from prompts import template_hashes
 
     ignored = {name: getattr(asked, name) for name in asked.model_fields_set
-               if name not in ("resume", "concurrency", "log_format")
+               if name not in PER_SESSION
                and getattr(asked, name) != getattr(stored, name)}
     if ignored:
         log.warning("resume keeps the run's stored settings; ignored", **{

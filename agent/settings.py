@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from feedback.executor import Executor
 from feedback.options import Backend
 
 MODEL_ENV = "KERNEL_REFINE_MODEL"
@@ -73,6 +74,12 @@ class RunSettings(BaseModel):
         "feedback.options.EvalOptions overrides (timing_trials, tolerance, device...); size and "
         "profile come from --size and the feedback mode."))
     llm_timeout_s: float = Field(default=600.0, gt=0, description="Per-request LLM timeout.")
+    executor: Executor = Field(default="local", description=(
+        "Where evaluations run: `local` (this machine) or `ray` (a Ray cluster: compiles as CPU "
+        "tasks, correctness/timing on one-GPU actors; docs/scaling.md)."))
+    ray_address: str | None = Field(default=None, description=(
+        "Ray cluster for --executor ray: `auto`, HOST:PORT or ray://HOST:PORT; None = "
+        "RAY_ADDRESS, else a Ray started on this machine."))
 
     def resolved(self) -> RunSettings:
         """A copy with the model, backend and name decided (raises MissingModelError)."""
@@ -87,6 +94,13 @@ class RunSettings(BaseModel):
         name = self.name or _slug(model)
         return self.model_copy(update={"model": model, "backend": backend, "name": name})
 
+
+    @model_validator(mode="after")
+    def _usable_executor(self) -> RunSettings:
+        from feedback.executor import check_executor
+
+        check_executor(self.executor, self.ray_address)  # Ray missing fails before any run
+        return self
 
     @field_validator("eval_options")
     @classmethod

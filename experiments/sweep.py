@@ -1,6 +1,7 @@
 """Sweeps: one YAML file -> models x feedback modes x turns / k x problem sets x seeds.
 
     python -m experiments.sweep experiments/configs/feedback_ablation.yaml [--out DIR] [--dry-run]
+        [--executor local|ray] [--ray-address auto|HOST:PORT]
 
 Every run gets a name made only from its own settings, so re-running a sweep finds its runs again:
 a finished run is skipped, an interrupted one is resumed (the agent never redoes a stored turn), a
@@ -24,8 +25,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from feedback.executor import ExecutorError, check_executor
+
 INDEX = "sweep.json"
-IGNORED_WHEN_MATCHING = {"concurrency", "log_format", "llm_timeout_s", "name", "out", "resume"}
+IGNORED_WHEN_MATCHING = {"concurrency", "log_format", "llm_timeout_s", "name", "out", "resume",
+                         "executor", "ray_address"}
 SET_BY_SWEEP = {"model", "problems", "seed", "feedback", "turns", "k", "name", "out", "resume"}
 
 
@@ -236,9 +240,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="Output folder (default: the file's `out`, "
                         "else runs/<name>).")
     parser.add_argument("--dry-run", action="store_true", help="Print the plan, run nothing.")
+    parser.add_argument("--executor", choices=["local", "ray"], help="Where every run's "
+                        "evaluations run (wins over `settings.executor`; docs/scaling.md).")
+    parser.add_argument("--ray-address", metavar="auto|HOST:PORT", help="Ray cluster for "
+                        "--executor ray (wins over `settings.ray_address`).")
     args = parser.parse_args(argv)
     config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
     out = args.out or config.out or Path("runs") / config.name
+    placement = {k: v for k, v in (("executor", args.executor),
+                                   ("ray_address", args.ray_address)) if v is not None}
+    if placement:
+        config = config.model_copy(update={"settings": {**config.settings, **placement}})
+    try:
+        check_executor(config.settings.get("executor", "local"), config.settings.get("ray_address"))
+    except ExecutorError as e:
+        parser.error(str(e))
     entries = execute(expand(config), out, dry_run=args.dry_run)
     print(budget_table(entries))
     failed = [e for e in entries if e["error"]]

@@ -14,6 +14,7 @@ import argparse
 import os
 import queue
 import re
+import socket
 import threading
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from feedback import cache
+from feedback.api import Evaluator
 from feedback.compile import BuildPaths, compile_candidate, locate, path_names
 from feedback.environment import device_index, host_environment, known_device, roofline
 from feedback.job import BUILD_FILE_BYTES, RUN_FILE_BYTES, JobRun, WorkerReport, launch
@@ -40,7 +42,9 @@ def _run(kind: str, role: str, problem: Problem, backend: Backend, options: Eval
     ext = paths.extensions_dir if paths is not None else root / "inductor"
     ext.mkdir(parents=True, exist_ok=True)
     (root / "inductor").mkdir(parents=True, exist_ok=True)
-    lock = root / "devices" / f"{options.device.replace(':', '') if gpu else 'cpu'}.lock"
+    # per host: on a cache shared by several nodes (a Ray cluster) each node's cuda:0 is its own
+    device = options.device.replace(':', '') if gpu else 'cpu'
+    lock = root / "devices" / f"{socket.gethostname()}-{device}.lock"
     return launch(kind, problem, backend, options, role=role,
                   candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
                   arch=paths.arch if paths is not None else None,
@@ -79,6 +83,21 @@ def _reference(problem: Problem, kind: str, role: str, backend: Backend, options
     return run.report
 
 
+def _built_here(problem: Problem, code: str, backend: Backend, options: EvalOptions,
+                prior: EvalResult) -> tuple[BuildPaths, EvalResult | None]:
+    """The candidate's build on this machine, building it first when compile() ran elsewhere
+    (another node of a Ray cluster whose cache this node does not share); the second value is
+    the failed result when that build fails."""
+    paths = locate(code, backend, options)
+    if paths.outcome.exists():
+        return paths, None
+    built = compile_candidate(problem, code, backend, options)
+    if built.status == Status.ok:
+        return paths, None
+    return paths, prior.model_copy(update={"status": built.status, "stage": "compile",
+                                           "message": built.message or built.log})
+
+
 class LocalEvaluator:
     """The evaluator on this machine; each method is one node of the agent's graph."""
 
@@ -109,12 +128,9 @@ class LocalEvaluator:
         if prior.status != Status.ok:
             return prior
         start = time.monotonic()
-        paths = locate(code, backend, options)
-        if not paths.outcome.exists():  # called without compile() on this machine: build first
-            built = compile_candidate(problem, code, backend, options)
-            if built.status != Status.ok:
-                return prior.model_copy(update={"status": built.status, "stage": "compile",
-                                                "message": built.message or built.log})
+        paths, failed = _built_here(problem, code, backend, options, prior)
+        if failed is not None:
+            return failed
         run = _run("correct", "candidate", problem, backend, options, paths)
         if run.report.status != Status.ok:
             return _fail(prior, "correct", run.report, path_names(paths), time.monotonic() - start)
@@ -130,8 +146,10 @@ class LocalEvaluator:
                 prior: EvalResult) -> EvalResult:
         if prior.status != Status.ok or not (options.time or options.profile):
             return prior
-        paths, result, device = locate(code, backend, options), prior, known_device(prior.environment)
-        names = path_names(paths)
+        paths, failed = _built_here(problem, code, backend, options, prior)
+        if failed is not None:
+            return failed
+        result, device, names = prior, known_device(prior.environment), path_names(paths)
         if options.time:
             start = time.monotonic()
             run = _run("time", "candidate", problem, backend, options, paths)
@@ -183,12 +201,13 @@ def _timed(result: EvalResult, mine: WorkerReport, eager: WorkerReport | None,
         "stage_seconds": {**result.stage_seconds, "timing": seconds}})
 
 
-def evaluate(problem: Problem, code: str, backend: Backend,
-             options: EvalOptions | None = None) -> EvalResult:
+def evaluate(problem: Problem, code: str, backend: Backend, options: EvalOptions | None = None,
+             evaluator: Evaluator | None = None) -> EvalResult:
     """Static screen, compile, correctness, timing (and profile when asked); never raises for
-    anything the candidate does."""
+    anything the candidate does. `evaluator` runs the stages elsewhere (e.g. a RayEvaluator);
+    None = on this machine."""
     options = options or EvalOptions()
-    ev = LocalEvaluator()
+    ev = evaluator or LocalEvaluator()
     result = ev.compile(problem, code, backend, options)
     result = ev.correct(problem, code, backend, options, result)
     return ev.perform(problem, code, backend, options, result)

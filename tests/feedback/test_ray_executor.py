@@ -1,0 +1,109 @@
+"""The Ray executor on a local Ray instance (2 CPUs, no GPU), cpp backend: the same results as
+the local executor, and a stage worker killed mid-batch loses nothing.
+
+The candidates reuse the OPS_CPP build of the other evaluator tests (they differ in Python only),
+so a warm cache makes every build an import.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import ray
+
+from candidates import BROKEN_CPP, cpp_candidate
+from feedback.cache import code_hash
+from feedback.evaluate import evaluate
+from feedback.ray_executor import RayEvaluator, runtime_env
+from feedback.result import EvalResult, Status
+
+pytestmark = pytest.mark.slow
+
+CASES = {"ok": (cpp_candidate("relu"), Status.ok),
+         "wrong": (cpp_candidate("relu_wrong"), Status.mismatch),
+         "broken": (cpp_candidate(source=BROKEN_CPP), Status.compile_error)}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def options(fast_options):
+    return fast_options.model_copy(update={"compile_baseline": False, "timing_trials": 10,
+                                           "run_timeout_s": 60})
+
+
+def deterministic(r: EvalResult) -> dict:
+    """What does not depend on random inputs or on timing."""
+    c = r.correctness
+    return {"status": r.status, "stage": r.stage, "backend": r.backend, "problem": r.problem_id,
+            "code": r.code_hash, "size": r.size,
+            "message": r.message if r.status == Status.compile_error else None,
+            "trials": (c.trials, c.trials_passed) if c else None,
+            "device": r.environment.device if r.environment else None,
+            "host": r.environment.hostname if r.environment else None,
+            "timed": (r.runtime is not None, r.speedup_eager is not None)}
+
+
+def test_same_results_as_the_local_executor(local_ray, relu, options):
+    ev = RayEvaluator(actors=1)
+    try:
+        remote = {name: evaluate(relu, code, "cpp", options, evaluator=ev)
+                  for name, (code, _) in CASES.items()}
+        workers = ev.pool("cpp").workers()
+    finally:
+        ev.close()
+    local = {name: evaluate(relu, code, "cpp", options) for name, (code, _) in CASES.items()}
+    assert {n: r.status for n, r in remote.items()} == {n: s for n, (_, s) in CASES.items()}, \
+        {n: r.message[:300] for n, r in remote.items()}
+    assert {n: deterministic(r) for n, r in remote.items()} == \
+        {n: deterministic(r) for n, r in local.items()}
+    assert remote["ok"].runtime is not None and remote["ok"].speedup_eager is not None
+    # the stages really ran in a Ray actor, not in this process
+    assert len(workers) == 1 and workers[0].pid != os.getpid() and workers[0].device is None
+
+
+def test_a_killed_worker_loses_no_evaluation(local_ray, relu, options):
+    opts = options.model_copy(update={"time": False})
+    codes = [cpp_candidate("relu", extra=f"\n# variant {i}\n") for i in range(3)]
+    ev = RayEvaluator(actors=1)
+    try:
+        pool = ev.pool("cpp")
+        (first,) = pool.workers()
+        built = [ev.compile(relu, code, "cpp", opts) for code in codes]
+        assert [b.status for b in built] == [Status.ok] * 3, [b.message for b in built]
+        with ThreadPoolExecutor(len(codes)) as threads:
+            futures = [threads.submit(ev.correct, relu, code, "cpp", opts, b)
+                       for code, b in zip(codes, built)]
+            time.sleep(1.0)  # the first correctness job runs now (each takes ~2 s here)
+            os.kill(first.pid, signal.SIGKILL)  # the actor's worker process, started by this test
+            results = [f.result(timeout=300) for f in futures]
+        after = pool.workers()
+    finally:
+        ev.close()
+    assert [r.status for r in results] == [Status.ok] * 3, [r.message[:300] for r in results]
+    assert [r.code_hash for r in results] == [code_hash(c) for c in codes]
+    assert all(r.correctness.trials_passed == r.correctness.trials for r in results)
+    assert pool.retried >= 1 and pool.replaced >= 1, "the kill did not land on a running call"
+    assert first.pid not in {w.pid for w in after} and len(after) == 1
+
+
+def test_workers_get_the_drivers_cache(local_ray, cache_dir):
+    env = runtime_env(cache_dir)
+    assert env["env_vars"]["KERNEL_REFINE_CACHE"] == str(cache_dir.resolve())
+
+    @ray.remote(num_cpus=1)
+    def seen() -> str:
+        from feedback.options import default_cache_dir
+
+        return str(default_cache_dir())
+
+    assert ray.get(seen.options(runtime_env=env).remote()) == str(cache_dir.resolve())
