@@ -6,12 +6,13 @@ BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export CUDA_HOME ?= /usr/local/cuda
 
-$(BIN)/kernel-refine-installed: pyproject.toml
+$(BIN)/kernel-refine-installed: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# CUDA build of torch (compiles CUDA extensions here with nvcc, even without a GPU); see docs/setup.md
 	$(BIN)/pip install -q "torch==2.14.1"
-	$(BIN)/pip install -q -e ".[dev]"
+	# ray: the --executor ray backend (docs/scaling.md), tested in CI on a local Ray instance
+	$(BIN)/pip install -q -e ".[dev,ray]"
 	touch $@
 
 install: $(BIN)/kernel-refine-installed

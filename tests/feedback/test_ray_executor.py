@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import ray
-
 from candidates import BROKEN_CPP, cpp_candidate
+
 from feedback.cache import code_hash
 from feedback.evaluate import evaluate
 from feedback.ray_executor import RayEvaluator, runtime_env
