@@ -10,6 +10,11 @@ check is running, and holds them off while it measures. With the Ray executor th
 the cluster: the gates then admit as many compiles as the cluster has free CPUs and as many
 correctness/timing jobs as there are stage workers (`RayEvaluator.admission`), and Ray places them.
 
+Admitted stages run on the gates' own worker threads (`EvalGates.run`), one per slot, never on
+asyncio's default pool: there the run's store reads and writes and the LLM client's work would
+queue behind compiles, and a device job holding the GPU gate would wait for a thread while the
+GPU idles.
+
 Each gate meters itself: busy seconds (the union of its holds, so two overlapping compiles count
 once), the sum of its holds, the number of stage calls and the time they waited to enter.
 `EvalGates.stats()` reports them; busy seconds over the wall time since the gates were made is
@@ -19,16 +24,20 @@ the share of the run the GPU (or the compile pool) was working.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 Stage = Literal["compile", "correct", "perform"]
 Gate = Literal["compile", "device"]
 GATE_OF: dict[Stage, Gate] = {"compile": "compile", "correct": "device", "perform": "device"}
+T = TypeVar("T")
 
 
 class SharedExclusive:
@@ -169,6 +178,20 @@ class EvalGates:
         self._opened = clock()
         self._meters: dict[Gate, Meter] = {"compile": Meter(), "device": Meter()}
         self.calls: list[GateCall] | None = [] if trace else None
+        # at most cpu_slots shared holders plus device_slots device (or one exclusive) holders
+        self._threads = ThreadPoolExecutor(self.cpu_slots + device_slots,
+                                           thread_name_prefix="eval-stage")
+
+    async def run(self, stage: Stage, key: Hashable, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` behind `stage`'s gate, on a worker thread of the gates' own (which an
+        admitted stage never waits for), in the caller's context (its log bindings)."""
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        async with self.stage(stage, key):
+            return await asyncio.get_running_loop().run_in_executor(self._threads, call)
+
+    def close(self) -> None:
+        """Let the worker threads go (idle ones exit at once)."""
+        self._threads.shutdown(wait=False)
 
     def stage(self, stage: Stage, key: Hashable = None) -> AbstractAsyncContextManager:
         """The async context manager to hold while running `stage` (`key` names it in traces)."""

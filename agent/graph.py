@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import nullcontext
 from typing import Literal
 
 import structlog
@@ -57,11 +56,15 @@ async def _stage(stage: Literal["compile", "correct", "perform"], state: State,
     args = (problem, code, ctx.backend, ctx.options)
     if stage != "compile":
         args += (state["result"],)
-    key = (problem.id, state["index"], state["turn"])
-    async with ctx.gates.stage(stage, key) if ctx.gates else nullcontext():
+    call = getattr(ctx.evaluator, stage)
+
+    def timed() -> tuple[EvalResult, float]:  # the stage's own seconds, not its wait at the gate
         start = time.perf_counter()
-        result = await asyncio.to_thread(getattr(ctx.evaluator, stage), *args)
-        spent = time.perf_counter() - start
+        return call(*args), time.perf_counter() - start
+
+    key = (problem.id, state["index"], state["turn"])
+    result, spent = await (ctx.gates.run(stage, key, timed) if ctx.gates
+                           else asyncio.to_thread(timed))
     update: dict = {"result": result}
     if stage != "compile":
         update["device_seconds"] = state["device_seconds"] + spent

@@ -202,12 +202,14 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
             ctx.gates = gates or make_gates(settings.backend, ctx.evaluator)
             serde = JsonPlusSerializer(allowed_msgpack_modules=checkpoint_types())
             async with aiosqlite.connect(str(store.path / CHECKPOINTS)) as conn:
+                await _no_fsync_per_step(conn)
                 saver = AsyncSqliteSaver(conn, serde=serde)
                 enabled = sys.stderr.isatty() if show_progress is None else show_progress
                 with RunProgress(max(remaining, 0), enabled=enabled) as progress:
                     failed = await drive(make_graph(saver), ctx, jobs, settings.concurrency,
                                          progress)
             stats.update(ctx.gates.stats())
+            ctx.gates.close()
             return failed
 
         try:
@@ -234,6 +236,16 @@ def make_gates(backend: str, evaluator) -> EvalGates:
         return EvalGates(backend)
     slots = admission(backend)
     return EvalGates(backend, slots.compile_slots, device_slots=slots.device_slots, remote=True)
+
+
+async def _no_fsync_per_step(conn: aiosqlite.Connection) -> None:
+    """WAL with synchronous=NORMAL: a checkpoint commit no longer waits for the disk (an fsync
+    per graph step, 1.5-2.5 ms each on the 2-core machine, serialised for all trajectories behind
+    the one connection). A killed process loses nothing (committed pages are in the OS cache);
+    a power loss may lose the last checkpoints, never corrupt the file, and a resume then redoes
+    those steps, taking finished attempts from attempts.sqlite (which keeps full sync)."""
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await conn.execute("PRAGMA synchronous=NORMAL")
 
 
 def _gate_fields(stats: dict[str, GateStats]) -> dict[str, float | int | None]:

@@ -134,6 +134,13 @@ class RunStore:
             groups.setdefault((a.candidate.problem_id, a.candidate.index), []).append(a)
         return [Trajectory.from_attempts(group, margin) for group in groups.values()]
 
+    def written_at(self) -> dict[tuple[str, int, int], float]:
+        """When each attempt was stored (UNIX seconds), by (problem, index, turn): the end of
+        its turn, for timing the loop itself (experiments/bench/scheduler.py)."""
+        with self._connect() as conn:
+            return {(p, i, t): w for p, i, t, w in
+                    conn.execute("SELECT problem_id, idx, turn, written_at FROM attempts")}
+
     def done_keys(self) -> set[tuple[str, int, int]]:
         """(problem, index, turn) of every stored attempt: what a resume must not redo."""
         with self._connect() as conn:
