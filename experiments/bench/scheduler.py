@@ -12,7 +12,9 @@ tokenizer is a one-off per process, not a per-turn cost). The model is `replay:`
 a sleep; correctness and timing: real GPU work when there is a GPU, else a sleep, labelled so);
 the gates are the run's `EvalGates` with --compile-workers compile slots, traced.
 
-Arms: `zero` (every cost 0: all that is left is the framework) and `costs` (the given costs).
+Arms: `zero` (every cost 0, --zero-concurrency trajectories in flight, 1 by default: all that is
+left is the framework's own time per turn, without queueing behind other trajectories) and
+`costs` (the given costs and --concurrency: a sweep as it runs, queueing included).
 
 Per turn (one stored attempt): wall = from the previous attempt's store write (turn 0: from its
 LLM call) to its own. overhead = wall - LLM latency (the configured sleep) - compile - GPU time
@@ -104,14 +106,16 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     from agent.store import RunStore
 
     folder = root / name
-    problems = synthetic_problems(folder / "problems", args.problems)
+    problems = synthetic_problems(folder / "problems",
+                                  args.zero_problems if name == "zero" else args.problems)
     model = f"replay:{write_transcript(folder / 'replay.jsonl', problems, args.turns)}"
     llm_args = {"replay_latency_s": costs.llm_s} if costs.llm_s else {}
+    concurrency = args.zero_concurrency if name == "zero" else args.concurrency
     settings = RefineSettings(
         model=model, problems=str(folder / "problems"), backend="cuda", turns=args.turns,
-        concurrency=args.concurrency, out=folder / "runs", feedback="G+E+P", llm_args=llm_args,
+        concurrency=concurrency, out=folder / "runs", feedback="G+E+P", llm_args=llm_args,
         name=f"scheduler-{name}", log_format=args.log_format)
-    llm = TimedLLM(make_client(model, llm_args=llm_args, concurrency=args.concurrency))
+    llm = TimedLLM(make_client(model, llm_args=llm_args, concurrency=concurrency))
     asyncio.run(llm.client.complete([{"role": "user", "content": "warm-up"}], key=WARM_UP))
     evaluator = SimulatedEvaluator(costs.compile_s, costs.gpu_s, device=args.device)
     unix_minus_mono = time.time() - time.monotonic()
@@ -125,11 +129,13 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     evaluator_cpu = sum(c.cpu_s for c in evaluator.calls)
     device = outcome.gates["device"]
     return {
-        "costs": vars(costs), "gpu_work": evaluator.gpu_work, "run_dir": str(outcome.path),
+        "costs": vars(costs), "concurrency": concurrency, "gpu_work": evaluator.gpu_work, "run_dir": str(outcome.path),
         "failed": outcome.failed, "turns": len(turns), "wall_s": round(wall, 2),
         "turns_per_hour": round(len(turns) / wall * 3600) if wall else None,
         "framework_cpu_per_turn_s": _r((cpu - evaluator_cpu) / len(turns)) if turns else None,
         "overhead_s": _summary([t["overhead_s"] for t in turns]),
+        "overhead_first_turn_s": _summary([t["overhead_s"] for t in turns if t["key"][2] == 0]),
+        "overhead_later_turns_s": _summary([t["overhead_s"] for t in turns if t["key"][2] > 0]),
         "wait_s": _summary([t["wait_s"] for t in turns]),
         "turn_wall_s": _summary([t["wall_s"] for t in turns]),
         "per_turn": [{k: v if k == "key" else _r(v) for k, v in t.items()} for t in turns],
@@ -206,20 +212,27 @@ def markdown(result: dict) -> str:
             f"{'n/a' if share is None else f'{share:.3f}'} |")
     for name, arm in result["arms"].items():
         parts = ", ".join(f"{k[:-2]} {v}" for k, v in arm["overhead_parts_mean_s"].items())
-        lines.append(f"\n{name}: costs {arm['costs']}; mean overhead parts (s): {parts}; "
+        first, later = arm["overhead_first_turn_s"], arm["overhead_later_turns_s"]
+        lines.append(f"\n{name}: overhead/turn median (p95) s: first turn {first['median']} "
+                     f"({first['p95']}), later turns {later['median']} ({later['p95']})")
+        lines.append(f"{name}: costs {arm['costs']}, concurrency {arm['concurrency']}; mean overhead parts (s): {parts}; "
                      f"GPU work: {arm['gpu_work']}; failed trajectories: {len(arm['failed'])}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problems", type=int, default=12, help="synthetic problems (sweep size)")
+    parser.add_argument("--problems", type=int, default=24, help="synthetic problems (sweep size)")
     parser.add_argument("--turns", type=int, default=3, help="turns per trajectory")
-    parser.add_argument("--concurrency", type=int, default=12,
-                        help="trajectories (and LLM calls) in flight")
+    parser.add_argument("--concurrency", type=int, default=24,
+                        help="trajectories (and LLM calls) in flight (costs arm)")
+    parser.add_argument("--zero-concurrency", type=int, default=1,
+                        help="trajectories in flight in the zero arm")
+    parser.add_argument("--zero-problems", type=int, default=8,
+                        help="synthetic problems in the zero arm")
     parser.add_argument("--llm-latency", type=float, default=1.0, help="s per LLM call (costs arm)")
-    parser.add_argument("--compile-s", type=float, default=1.0, help="s per compile (costs arm)")
-    parser.add_argument("--gpu-s", type=float, default=0.1,
+    parser.add_argument("--compile-s", type=float, default=0.2, help="s per compile (costs arm)")
+    parser.add_argument("--gpu-s", type=float, default=0.05,
                         help="s per GPU stage, correctness and timing each (costs arm)")
     parser.add_argument("--compile-workers", type=int, default=None,
                         help="compile slots (default: the host's CPU count)")
