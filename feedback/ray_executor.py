@@ -55,7 +55,10 @@ CALL_RETRIES = 3
 START_TIMEOUT_S = 600.0
 """How long the first actors of a pool may take to start (placement, worker start-up)."""
 CUDA_FAULT = re.compile(r"CUDA error|cudaError|CUDA_ERROR|illegal memory access|"
-                        r"device-side assert|unspecified launch failure", re.IGNORECASE)
+                        r"device-side assert|unspecified launch failure|killed by signal",
+                        re.IGNORECASE)
+"""A runtime_error that may have left the device in a bad state (a CUDA error, or a device job
+that died by a signal): the actor that ran it is replaced (by default on GPU backends only)."""
 WORKER_LOST = (RayActorError, WorkerCrashedError, ObjectLostError)
 Stage = Literal["correct", "perform"]
 
@@ -135,11 +138,21 @@ class _Slot:
 
 class ActorPool:
     """A fixed number of `StageWorker` actors; a call takes an idle one, and a dead or
-    CUDA-faulted one is replaced by a new actor that joins once it has started."""
+    CUDA-faulted one is replaced by a new actor that joins once it has started.
+
+    Args:
+        size: actors to start (each holds one CPU and, when `gpu`, one GPU).
+        gpu: the actors hold a GPU each (cuda, triton) or none (cpp).
+        env: Ray runtime environment of the actors (`runtime_env()`).
+        retries: times a call is run again after its actor died under it.
+        start_timeout_s: limit for the first actors to start.
+        replace_after_fault: replace the actor after a `CUDA_FAULT` result (default: when gpu).
+    """
 
     def __init__(self, size: int, gpu: bool, env: dict[str, Any], retries: int = CALL_RETRIES,
-                 start_timeout_s: float = START_TIMEOUT_S):
+                 start_timeout_s: float = START_TIMEOUT_S, replace_after_fault: bool | None = None):
         self.size, self._gpu, self._retries = size, gpu, retries
+        self._replace_after_fault = gpu if replace_after_fault is None else replace_after_fault
         self._options = {"num_cpus": 1, "num_gpus": 1 if gpu else 0, "max_restarts": 0,
                          "runtime_env": env}
         self._idle: queue.Queue[_Slot] = queue.Queue()
@@ -195,7 +208,8 @@ class ActorPool:
                     with self._lock:
                         self.retried += 1
                 continue
-            if result.status == Status.runtime_error and CUDA_FAULT.search(result.message):
+            if self._replace_after_fault and result.status == Status.runtime_error \
+                    and CUDA_FAULT.search(result.message):
                 self._replace(slot)  # never reuse a worker whose device saw an error
             else:
                 self._idle.put(slot)

@@ -36,7 +36,7 @@ STATUS = {(0, 0): "mismatch", (0, 1): "ok", (1, 0): "compile_error", (1, 1): "ok
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)  # never a running cluster
     yield
     ray.shutdown()
 

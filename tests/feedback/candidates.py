@@ -174,3 +174,15 @@ TRITON_BODIES = {
 def triton_candidate(call: str = "relu") -> str:
     """A triton candidate; `broken` fails to compile (a block size that is not a power of 2)."""
     return TRITON_CANDIDATE.replace("BODY", TRITON_BODIES[call])
+
+
+def deterministic(r) -> dict:
+    """The fields of an EvalResult that depend neither on random inputs nor on timing: what two
+    executors (local, Ray) must agree on for the same candidate."""
+    c, env = r.correctness, r.environment
+    return {"status": r.status, "stage": r.stage, "backend": r.backend, "problem": r.problem_id,
+            "code": r.code_hash, "size": r.size,
+            "message": r.message if r.status.value == "compile_error" else None,
+            "trials": (c.trials, c.trials_passed) if c else None,
+            "device": env.device if env else None, "host": env.hostname if env else None,
+            "timed": (r.runtime is not None, r.speedup_eager is not None)}

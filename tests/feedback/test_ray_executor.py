@@ -14,12 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import ray
-from candidates import BROKEN_CPP, cpp_candidate
+from candidates import BROKEN_CPP, cpp_candidate, deterministic
 
 from feedback.cache import code_hash
 from feedback.evaluate import evaluate
-from feedback.ray_executor import RayEvaluator, runtime_env
-from feedback.result import EvalResult, Status
+from feedback.ray_executor import ActorPool, RayEvaluator, runtime_env
+from feedback.result import Status
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ CASES = {"ok": (cpp_candidate("relu"), Status.ok),
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)  # never a running cluster
     yield
     ray.shutdown()
 
@@ -39,18 +39,6 @@ def local_ray():
 def options(fast_options):
     return fast_options.model_copy(update={"compile_baseline": False, "timing_trials": 10,
                                            "run_timeout_s": 60})
-
-
-def deterministic(r: EvalResult) -> dict:
-    """What does not depend on random inputs or on timing."""
-    c = r.correctness
-    return {"status": r.status, "stage": r.stage, "backend": r.backend, "problem": r.problem_id,
-            "code": r.code_hash, "size": r.size,
-            "message": r.message if r.status == Status.compile_error else None,
-            "trials": (c.trials, c.trials_passed) if c else None,
-            "device": r.environment.device if r.environment else None,
-            "host": r.environment.hostname if r.environment else None,
-            "timed": (r.runtime is not None, r.speedup_eager is not None)}
 
 
 def test_same_results_as_the_local_executor(local_ray, relu, options):
@@ -94,6 +82,30 @@ def test_a_killed_worker_loses_no_evaluation(local_ray, relu, options):
     assert all(r.correctness.trials_passed == r.correctness.trials for r in results)
     assert pool.retried >= 1 and pool.replaced >= 1, "the kill did not land on a running call"
     assert first.pid not in {w.pid for w in after} and len(after) == 1
+
+
+def test_a_worker_whose_job_died_by_a_signal_is_replaced(local_ray, relu, options):
+    """The GPU executor's fault policy (a device job that crashed may have left the device in a
+    bad state: never reuse its actor), exercised here on CPU actors."""
+    opts = options.model_copy(update={"time": False})
+    ev = RayEvaluator(actors=1)
+    pool = ActorPool(1, False, ev.runtime_env, replace_after_fault=True)
+    try:
+        (first,) = pool.workers()
+        results = []
+        for name in ("crash", "relu"):
+            code = cpp_candidate(name)
+            built = ev.compile(relu, code, "cpp", opts)
+            results.append(pool.call("correct", relu, code, "cpp", opts, built))
+        (second,) = pool.workers()
+    finally:
+        pool.close()
+        ev.close()
+    crashed, fine = results
+    assert crashed.status == Status.runtime_error and "killed by signal" in crashed.message, \
+        crashed.message
+    assert fine.status == Status.ok, fine.message
+    assert pool.replaced == 1 and pool.retried == 0 and second.pid != first.pid
 
 
 def test_workers_get_the_drivers_cache(local_ray, cache_dir):
