@@ -46,3 +46,19 @@ def test_sweep_refuses_the_ray_executor_without_ray(monkeypatch, tmp_path, capsy
 def test_an_address_without_the_ray_executor_is_refused():
     with pytest.raises(ValidationError, match="only used with --executor ray"):
         RefineSettings(model="replay:x.jsonl", ray_address="auto")
+
+
+def test_a_resume_runs_where_it_is_told_not_where_the_run_started(tmp_path, scripted,
+                                                                  transcript):
+    from conftest import RELU
+
+    from agent.runner import execute
+
+    model = transcript({(RELU, 0, 0): "compile_error", (RELU, 0, 1): "ok 0.5 0.0"})
+    first = execute(RefineSettings(model=model, problems="suite:level1/19", backend="cpp",
+                                   out=tmp_path / "runs", turns=1), "refine", evaluator=scripted)
+    assert first.settings.executor == "local"
+    again = execute(RefineSettings(resume=first.path, executor="ray", ray_address="auto"),
+                    "refine", evaluator=scripted)  # injected: no cluster is contacted
+    assert (again.settings.executor, again.settings.ray_address) == ("ray", "auto")
+    assert again.settings.model == model and again.path == first.path
