@@ -42,6 +42,7 @@ from ray.exceptions import ObjectLostError, RayActorError, WorkerCrashedError
 
 from feedback.environment import cuda_arch, host_environment
 from feedback.evaluate import LocalEvaluator
+from feedback.executor import ExecutorError
 from feedback.options import Backend, EvalOptions, default_cache_dir
 from feedback.result import EvalResult, Status
 from problems.record import Problem
@@ -174,9 +175,9 @@ class ActorPool:
             info = ray.get(actor.describe.remote(), timeout=timeout_s)
         except ray.exceptions.GetTimeoutError as e:
             need = "a GPU" if self._gpu else "a CPU"
-            raise RuntimeError(f"a stage worker needing {need} did not start within {timeout_s:.0f}"
-                               " s: is the Ray cluster short of resources? (see `ray status`)"
-                               ) from e
+            raise ExecutorError(f"a stage worker needing {need} did not start within "
+                                f"{timeout_s:.0f} s: is the Ray cluster short of resources? (see "
+                                "`ray status`)") from e
         slot = _Slot(actor, info)
         with self._lock:
             self._slots.append(slot)
@@ -273,8 +274,8 @@ class RayEvaluator:
             if gpu not in self._pools:
                 size = self._actors or (int(ray.cluster_resources().get("GPU", 0)) if gpu else 1)
                 if size < 1:
-                    raise RuntimeError(f"backend {backend} needs GPUs and the Ray cluster has "
-                                       "none (`ray status` lists its resources)")
+                    raise ExecutorError(f"backend {backend} needs GPUs and the Ray cluster has "
+                                        "none (`ray status` lists its resources)")
                 self._pools[gpu] = ActorPool(size, gpu, self.runtime_env, self._retries)
             return self._pools[gpu]
 

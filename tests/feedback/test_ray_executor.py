@@ -18,6 +18,7 @@ from candidates import BROKEN_CPP, cpp_candidate, deterministic
 
 from feedback.cache import code_hash
 from feedback.evaluate import evaluate
+from feedback.executor import ExecutorError
 from feedback.ray_executor import ActorPool, RayEvaluator, runtime_env
 from feedback.result import Status
 
@@ -106,6 +107,12 @@ def test_a_worker_whose_job_died_by_a_signal_is_replaced(local_ray, relu, option
         crashed.message
     assert fine.status == Status.ok, fine.message
     assert pool.replaced == 1 and pool.retried == 0 and second.pid != first.pid
+
+
+def test_a_gpu_backend_on_a_cluster_without_gpus_is_a_clear_error(local_ray):
+    ev = RayEvaluator()
+    with pytest.raises(ExecutorError, match="backend cuda needs GPUs and the Ray cluster has none"):
+        ev.pool("cuda")
 
 
 def test_workers_get_the_drivers_cache(local_ray, cache_dir):
