@@ -10,11 +10,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["EvalOptions", "EvalResult", "Evaluator", "LocalEvaluator", "Status", "evaluate_many"]
+__all__ = ["EvalOptions", "EvalResult", "Evaluator", "LocalEvaluator", "RayEvaluator", "Status",
+           "evaluate_many", "make_evaluator"]
 
 _WHERE = {"EvalOptions": "feedback.options", "EvalResult": "feedback.result",
           "Status": "feedback.result", "Evaluator": "feedback.api",
-          "LocalEvaluator": "feedback.evaluate", "evaluate_many": "feedback.evaluate"}
+          "LocalEvaluator": "feedback.evaluate", "evaluate_many": "feedback.evaluate",
+          "make_evaluator": "feedback.executor",
+          "RayEvaluator": "feedback.ray_executor"}  # needs the `ray` extra
 
 
 def __getattr__(name: str) -> Any:
