@@ -50,11 +50,9 @@ def test_an_address_without_the_ray_executor_is_refused():
 
 def test_a_resume_runs_where_it_is_told_not_where_the_run_started(tmp_path, scripted,
                                                                   transcript):
-    from conftest import RELU
-
     from agent.runner import execute
 
-    model = transcript({(RELU, 0, 0): "compile_error", (RELU, 0, 1): "ok 0.5 0.0"})
+    model = transcript({("level1/19_relu", 0, 0): "compile_error"})
     first = execute(RefineSettings(model=model, problems="suite:level1/19", backend="cpp",
                                    out=tmp_path / "runs", turns=1), "refine", evaluator=scripted)
     assert first.settings.executor == "local"
