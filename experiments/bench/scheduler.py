@@ -128,7 +128,7 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     turns = per_turn(written, llm.spans, evaluator.calls, gates.calls, costs.llm_s)
     evaluator_cpu = sum(c.cpu_s for c in evaluator.calls)
     device = outcome.gates["device"]
-    return {
+    result = {
         "costs": vars(costs), "concurrency": concurrency, "gpu_work": evaluator.gpu_work, "run_dir": str(outcome.path),
         "failed": outcome.failed, "turns": len(turns), "wall_s": round(wall, 2),
         "turns_per_hour": round(len(turns) / wall * 3600) if wall else None,
@@ -138,7 +138,6 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
         "overhead_later_turns_s": _summary([t["overhead_s"] for t in turns if t["key"][2] > 0]),
         "wait_s": _summary([t["wait_s"] for t in turns]),
         "turn_wall_s": _summary([t["wall_s"] for t in turns]),
-        "per_turn": [{k: v if k == "key" else _r(v) for k, v in t.items()} for t in turns],
         "overhead_parts_mean_s": {part: _r(statistics.fmean(t[part] for t in turns))
                                   for part in ("llm_client_s", "dispatch_s", "rest_s",
                                                "before_llm_s", "to_first_gate_s",
@@ -149,6 +148,10 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
         "gpu_work_share": sum(c.end - c.start for c in evaluator.calls if c.stage != "compile")
         / device.wall_s if device.wall_s else None,
     }
+    if args.per_turn:
+        result["per_turn"] = [{k: v if k == "key" else _r(v) for k, v in t.items()}
+                              for t in turns]
+    return result
 
 
 def per_turn(written: dict, llm_spans: dict, stage_calls: list, gate_calls: list,
@@ -239,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", default="zero,costs", help="comma list: zero, costs")
     parser.add_argument("--device", default="cuda:0", help="where the GPU stages do real work")
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument("--per-turn", action="store_true",
+                        help="also write every turn's breakdown to the JSON (large)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="write the runs here (default: a temporary folder, removed)")
     parser.add_argument("--out", type=Path, default=Path("scheduler.json"))

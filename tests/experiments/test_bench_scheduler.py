@@ -16,7 +16,7 @@ def report(tmp_path_factory):
     assert scheduler.main(["--problems", "3", "--turns", "2", "--concurrency", "3", "--zero-problems", "3",
                            "--llm-latency", "0", "--compile-s", "0.05", "--gpu-s", "0.05",
                            "--compile-workers", "2", "--device", "cpu", "--log-format", "json",
-                           "--out", str(out)]) == 0
+                           "--per-turn", "--out", str(out)]) == 0
     return json.loads(out.read_text())
 
 
