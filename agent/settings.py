@@ -78,8 +78,8 @@ class RunSettings(BaseModel):
         "Where evaluations run: `local` (this machine) or `ray` (a Ray cluster: compiles as CPU "
         "tasks, correctness/timing on one-GPU actors; docs/scaling.md)."))
     ray_address: str | None = Field(default=None, description=(
-        "Ray cluster for --executor ray: `auto`, HOST:PORT or ray://HOST:PORT; None = "
-        "RAY_ADDRESS, else a Ray started on this machine."))
+        "Ray cluster for --executor ray: `auto` or HOST:PORT; None = Ray's own choice "
+        "(RAY_ADDRESS, else the cluster last started here, else a new local Ray)."))
 
     def resolved(self) -> RunSettings:
         """A copy with the model, backend and name decided (raises MissingModelError)."""

@@ -33,8 +33,8 @@ def check_executor(executor: str, ray_address: str | None = None) -> None:
 
 
 def make_evaluator(executor: str = "local", ray_address: str | None = None) -> Evaluator:
-    """The evaluator for `executor`; `ray_address` is `auto`, `HOST:PORT`, `ray://HOST:PORT`
-    or None (a Ray started on this machine, or the one RAY_ADDRESS names)."""
+    """The evaluator for `executor`; `ray_address` is `auto`, `HOST:PORT` or None (Ray's own
+    choice: RAY_ADDRESS, else the cluster last started on this machine, else a new local Ray)."""
     check_executor(executor, ray_address)
     if executor == "ray":
         from feedback.ray_executor import RayEvaluator

@@ -247,8 +247,9 @@ class RayEvaluator:
     """`feedback.api.Evaluator` on a Ray cluster (see the module docstring).
 
     Args:
-        address: `auto`, `HOST:PORT`, `ray://HOST:PORT`, or None (RAY_ADDRESS, else a Ray
-            started on this machine). Ignored when this process already called `ray.init`.
+        address: `auto`, `HOST:PORT`, or None (Ray's own choice: RAY_ADDRESS, else the cluster
+            last started on this machine, else a new local Ray). Ray Client (`ray://`) is
+            untested. Ignored when this process already called `ray.init`.
         actors: stage actors per pool; None = one per GPU of the cluster (cuda, triton), one for
             cpp.
         cache_dir: the compile cache the workers are told about (default: the driver's).
