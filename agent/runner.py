@@ -29,6 +29,7 @@ from agent.provenance import hardware_facts, make_record
 from agent.settings import RefineSettings, RunSettings, SampleSettings
 from agent.state import initial_state
 from agent.store import CHECKPOINTS, LOG, RunStore, checkpoint_types, new_run_dir
+from feedback.job import standby_workers
 from feedback.options import EvalOptions
 from problems.record import Problem
 
@@ -213,7 +214,8 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
             return failed
 
         try:
-            failed = asyncio.run(main())
+            with standby_workers():  # GPU stages: each worker process starts ahead of its job
+                failed = asyncio.run(main())
         except KeyboardInterrupt:
             log.warning("interrupted: finished attempts are stored",
                         resume=f"--resume {store.path}")

@@ -25,7 +25,14 @@ from feedback import cache
 from feedback.api import Evaluator
 from feedback.compile import BuildPaths, compile_candidate, locate, path_names
 from feedback.environment import device_index, host_environment, known_device, roofline
-from feedback.job import BUILD_FILE_BYTES, RUN_FILE_BYTES, JobRun, WorkerReport, launch
+from feedback.job import (
+    BUILD_FILE_BYTES,
+    RUN_FILE_BYTES,
+    JobRun,
+    WorkerReport,
+    launch,
+    standby_workers,
+)
 from feedback.messages import clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import EvalResult, Status
@@ -249,21 +256,22 @@ def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
             results[i] = _contained(items[i], rest)
 
     workers = [threading.Thread(target=device_worker, args=(d,), daemon=True) for d in devices]
-    for w in workers:
-        w.start()
-    with ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2)) as pool:
-        futures = {pool.submit(_contained, item, ev.compile, *item, options): i
-                   for i, item in enumerate(items)}
-        for future in as_completed(futures):
-            i, built = futures[future], future.result()
-            if built.status == Status.ok:
-                ready.put((i, built))
-            else:
-                results[i] = built
-    for _ in workers:
-        ready.put(None)
-    for w in workers:
-        w.join()
+    with standby_workers():  # GPU jobs: the next worker starts while the current one runs
+        for w in workers:
+            w.start()
+        with ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2)) as pool:
+            futures = {pool.submit(_contained, item, ev.compile, *item, options): i
+                       for i, item in enumerate(items)}
+            for future in as_completed(futures):
+                i, built = futures[future], future.result()
+                if built.status == Status.ok:
+                    ready.put((i, built))
+                else:
+                    results[i] = built
+        for _ in workers:
+            ready.put(None)
+        for w in workers:
+            w.join()
     return results
 
 

@@ -1,7 +1,7 @@
 """The contract between the evaluator (parent) and its worker children.
 
 The parent hands a `WorkerJob` to `python -m feedback.worker --channel FD` on stdin (an unlinked
-file) and reads the `WorkerReport` back from descriptor FD (another unlinked file), never from
+file, or a pipe for a worker started ahead of its job: `standby_workers`) and reads the `WorkerReport` back from descriptor FD (another unlinked file), never from
 stdout or a path the candidate could write: the worker's hello frame must echo the job's nonce,
 exactly one report must follow, and it must answer this job with sane numbers
 (feedback/worker/channel.py), or the parent treats it as forged.
@@ -14,9 +14,13 @@ import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +30,7 @@ from feedback.cache import digest, locked
 from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
 from feedback.result import Correctness, Environment, Profile, Status, TimingStats
-from feedback.sandbox import ChildOutcome, run_child
+from feedback.sandbox import ChildOutcome, Started, run_child, start_child, wait_child
 from problems.record import Problem
 
 
@@ -103,8 +107,6 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
     else becomes a report written here, so a crash, hang or forged result is a value, never an
     exception.
     """
-    from feedback.worker import channel
-
     scratch = Path(job.scratch_dir)
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile() as job_file, tempfile.TemporaryFile() as report_file:
@@ -119,8 +121,16 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
                                 pass_fds=(fd,))
         finally:
             os.close(fd)
-        report_file.seek(0)
-        text = report_file.read(channel.MAX_CHANNEL_BYTES + 1).decode("utf-8", errors="replace")
+        return _judge(job, outcome, report_file, timeout_s, memory_mb)
+
+
+def _judge(job: WorkerJob, outcome: ChildOutcome, report_file, timeout_s: float,
+           memory_mb: int | None) -> JobRun:
+    """The child's report from its channel if it can be trusted, else one written here."""
+    from feedback.worker import channel
+
+    report_file.seek(0)
+    text = report_file.read(channel.MAX_CHANNEL_BYTES + 1).decode("utf-8", errors="replace")
     report, why = channel.accept(text, job) if len(text) <= channel.MAX_CHANNEL_BYTES \
         else (None, "the channel holds more than a report")
     if report is not None and outcome.ok:
@@ -128,6 +138,127 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
                       trusted=True)
     return JobRun(report=_failure_report(job, outcome, timeout_s, memory_mb, report is not None, why),
                   outcome=outcome, trusted=False)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """Everything a worker's process is started with except its scratch directory: two jobs
+    with equal specs can use each other's standby worker."""
+
+    gpu_index: int | None
+    extensions_dir: Path
+    arch: str | None
+    threads: int
+    extra_env: tuple[tuple[str, str], ...]
+    timeout_s: float
+    memory_mb: int | None
+    max_output_bytes: int | None
+    readonly: tuple[Path, ...]
+    writable: tuple[Path, ...]
+
+
+class _Standby:
+    """A worker started before its job: it imports torch and the worker's modules, then blocks
+    reading its job from a pipe. Used once, for one job, like any worker."""
+
+    def __init__(self, spec: _Spec) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="kr-standby-"))
+        self.report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by discard()
+        self.fd = os.open(f"/proc/self/fd/{self.report_file.fileno()}", os.O_RDONLY)
+        env = child_env(scratch=self.scratch, extensions_dir=spec.extensions_dir,
+                        gpu_index=spec.gpu_index, arch=spec.arch, threads=spec.threads,
+                        extra=dict(spec.extra_env))
+        self.child: Started | ChildOutcome = start_child(
+            [*worker_entry(), "--channel", str(self.fd), "--standby"], cwd=self.scratch, env=env,
+            cpu_time_s=spec.timeout_s * 4 + 10, memory_mb=spec.memory_mb,
+            max_output_bytes=spec.max_output_bytes, gpu=spec.gpu_index is not None,
+            readonly=spec.readonly, writable=[self.scratch, *spec.writable],
+            stdin=subprocess.PIPE, pass_fds=(self.fd,))
+        os.close(self.fd)
+
+    def usable(self) -> bool:
+        return isinstance(self.child, Started) and self.child.alive()
+
+    def run(self, job: WorkerJob, spec: _Spec) -> JobRun:
+        """Deliver the job and wait for the worker; its time limit counts from now."""
+        assert isinstance(self.child, Started)
+        since = time.monotonic()
+        with contextlib.suppress(OSError):  # a worker that died meanwhile: its outcome says how
+            self.child.proc.stdin.write(job.model_dump_json().encode())
+        with contextlib.suppress(OSError):
+            self.child.proc.stdin.close()
+        outcome = wait_child(self.child, timeout_s=spec.timeout_s, memory_mb=spec.memory_mb,
+                             since=since)
+        return _judge(job, outcome, self.report_file, spec.timeout_s, spec.memory_mb)
+
+    def discard(self) -> None:
+        if isinstance(self.child, Started):
+            self.child.kill()
+        self.report_file.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _StandbyPool:
+    """At most one waiting worker per spec, started when the previous one is taken, so the next
+    job's process start and imports overlap the current job instead of holding the device."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.cpu = False
+        self.waiting: dict[_Spec, _Standby] = {}
+        self.served = 0
+
+    def take(self, spec: _Spec) -> _Standby | None:
+        """The waiting worker for `spec` (None the first time), a new one started in its place."""
+        with self.lock:
+            if not self.users or (spec.gpu_index is None and not self.cpu):
+                return None
+            worker = self.waiting.pop(spec, None)
+            self.waiting[spec] = _Standby(spec)
+        if worker is not None and not worker.usable():
+            worker.discard()
+            return None
+        if worker is not None:
+            with self.lock:
+                self.served += 1
+        return worker
+
+    def close(self) -> None:
+        with self.lock:
+            waiting, self.waiting = list(self.waiting.values()), {}
+        for worker in waiting:
+            worker.discard()
+
+
+_POOL = _StandbyPool()
+
+
+def standby_served() -> int:
+    """How many jobs a standby worker has served in this process (for benchmarks and tests)."""
+    return _POOL.served
+
+
+@contextlib.contextmanager
+def standby_workers(cpu: bool = False) -> Iterator[None]:
+    """Within this block, each device job's worker process is started while the job before it
+    runs (one waiting worker per kind of job), and only then handed its job: process start and
+    the import of torch (~2 s) leave the device's critical path. Each worker still serves exactly
+    one job. GPU jobs only, unless `cpu` (a waiting worker's imports would share the CPU with a
+    cpp timing run). Waiting workers are ended when the outermost block exits."""
+    with _POOL.lock:
+        _POOL.users += 1
+        _POOL.cpu = _POOL.cpu or cpu
+    try:
+        yield
+    finally:
+        with _POOL.lock:
+            _POOL.users -= 1
+            last = _POOL.users == 0
+            if last:
+                _POOL.cpu = False
+        if last:
+            _POOL.close()
 
 
 def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
@@ -138,8 +269,16 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
     and processes. A GPU child sees only GPU `gpu_index`, as `cuda:0`."""
-    scratch = Path(tempfile.mkdtemp(prefix=f"kr-{kind}-"))
     gpu = gpu_index is not None
+    extra = {"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve() / "inductor")}
+    spec = _Spec(gpu_index=gpu_index, extensions_dir=Path(extensions_dir), arch=arch,
+                 threads=options.cpu_threads, extra_env=tuple(sorted(extra.items())),
+                 timeout_s=timeout_s, memory_mb=options.memory_limit_mb,
+                 max_output_bytes=max_output_bytes,
+                 readonly=(REPO_ROOT, Path(options.cache_dir).resolve()),
+                 writable=(Path(extensions_dir), *map(Path, writable)))
+    standby = _POOL.take(spec) if kind != "build" else None
+    scratch = standby.scratch if standby else Path(tempfile.mkdtemp(prefix=f"kr-{kind}-"))
     try:
         job = WorkerJob(kind=kind, role=role, problem=problem, backend=backend,
                         options=options.model_copy(update={"device": "cuda:0"}) if gpu else options,
@@ -147,16 +286,17 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                         extensions_dir=str(extensions_dir), scratch_dir=str(scratch),
                         result_path=str(scratch / "result.json"),
                         nonce=digest(secrets.token_hex(16), kind, role)[:32])
-        env = child_env(scratch=scratch, extensions_dir=extensions_dir, gpu_index=gpu_index,
-                        arch=arch, threads=options.cpu_threads,
-                        extra={"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve()
-                                                             / "inductor")})
         with locked(device_lock) if device_lock else contextlib.nullcontext():
+            if standby is not None:
+                return standby.run(job, spec)
+            env = child_env(scratch=scratch, extensions_dir=extensions_dir, gpu_index=gpu_index,
+                            arch=arch, threads=options.cpu_threads, extra=extra)
             return run_job(job, env=env, timeout_s=timeout_s, gpu=gpu,
                            memory_mb=options.memory_limit_mb, max_output_bytes=max_output_bytes,
-                           readonly=[REPO_ROOT, Path(options.cache_dir).resolve()],
-                           writable=[extensions_dir, *writable])
+                           readonly=list(spec.readonly), writable=list(spec.writable))
     finally:
+        if standby is not None:
+            standby.discard()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

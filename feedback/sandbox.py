@@ -102,7 +102,7 @@ def _limits(cpu_time_s: float | None, memory_mb: int | None, max_output_bytes: i
 @functools.cache
 def _probe(argv: tuple[str, ...]) -> bool:
     try:
-        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+        return subprocess.run(argv, check=False, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -218,16 +218,46 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
         stdin: the child's standard input (default /dev/null); the job travels this way.
         pass_fds: descriptors the child inherits (the worker's report channel).
     """
+    child = start_child(argv, cwd=cwd, env=env, cpu_time_s=cpu_time_s, memory_mb=memory_mb,
+                        max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
+                        writable=writable, isolate=isolate, nofile=nofile, stdin=stdin,
+                        pass_fds=pass_fds)
+    if isinstance(child, ChildOutcome):
+        return child
+    return wait_child(child, timeout_s=timeout_s, memory_mb=memory_mb, tail_bytes=tail_bytes)
+
+
+class Started:
+    """A child started by `start_child`, not yet waited for (see `wait_child`)."""
+
+    def __init__(self, proc: subprocess.Popen, cwd: Path, layers: list[str]) -> None:
+        self.proc, self.cwd, self.layers = proc, cwd, layers
+        self.started = time.monotonic()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """End the child and everything it started (for a child never waited for)."""
+        _kill_tree(self.proc.pid)
+        self.proc.wait()
+
+
+def start_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                cpu_time_s: float | None = None, memory_mb: int | None = None,
+                max_output_bytes: int | None = 64 * 1024 * 1024, gpu: bool = False,
+                readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
+                isolate: bool = True, nofile: int = 4096, stdin: IO[bytes] | int | None = None,
+                pass_fds: Sequence[int] = ()) -> Started | ChildOutcome:
+    """Start argv in a new session under limits (arguments as for `run_child`; `stdin` may be
+    `subprocess.PIPE`); a ChildOutcome when it cannot start at all."""
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
     layers = isolation_available() if isolate else []
     limits = _limits(cpu_time_s, memory_mb, max_output_bytes, gpu, nofile)
     full_argv = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(limits),
                  *_wrap(argv, [Path(p) for p in readonly], [Path(p) for p in writable], layers)]
-    out_path, err_path = cwd / "stdout.txt", cwd / "stderr.txt"
-    start = time.monotonic()
-    timed_out = memory_exceeded = False
-    with out_path.open("wb") as out, err_path.open("wb") as err:
+    with (cwd / "stdout.txt").open("wb") as out, (cwd / "stderr.txt").open("wb") as err:
         try:
             proc = subprocess.Popen(full_argv, cwd=cwd, env=dict(env),
                                     stdin=subprocess.DEVNULL if stdin is None else stdin,
@@ -235,23 +265,33 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
                                     pass_fds=tuple(pass_fds))
         except OSError as exc:
             return ChildOutcome(returncode=127, stderr_tail=f"could not start {argv[0]}: {exc}",
-                                wall_s=time.monotonic() - start)
-        sid = proc.pid
-        try:
-            while proc.poll() is None:
-                if time.monotonic() - start > timeout_s:
-                    timed_out = True
-                    break
-                if memory_mb is not None and _tree_rss_mb(_session_pids(sid)) > memory_mb:
-                    memory_exceeded = True
-                    break
-                try:
-                    proc.wait(timeout=POLL_S)
-                except subprocess.TimeoutExpired:
-                    pass
-        finally:
-            _kill_tree(sid)  # also reaps grandchildren left behind by a child that exited
-            proc.wait()
+                                wall_s=0.0)
+    return Started(proc, cwd, layers)
+
+
+def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None,
+               tail_bytes: int = TAIL_BYTES, since: float | None = None) -> ChildOutcome:
+    """Wait for a started child under the wall-clock and resident-memory limits, counted from
+    `since` (a `time.monotonic()` value; default: its start), kill what is left of its session,
+    and say how it ended."""
+    proc, sid = child.proc, child.proc.pid
+    start = child.started if since is None else since
+    timed_out = memory_exceeded = False
+    try:
+        while proc.poll() is None:
+            if time.monotonic() - start > timeout_s:
+                timed_out = True
+                break
+            if memory_mb is not None and _tree_rss_mb(_session_pids(sid)) > memory_mb:
+                memory_exceeded = True
+                break
+            try:
+                proc.wait(timeout=POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        _kill_tree(sid)  # also reaps grandchildren left behind by a child that exited
+        proc.wait()
     wall = time.monotonic() - start
     rc = proc.returncode
     sig = None
@@ -261,5 +301,7 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
     if timed_out or memory_exceeded:
         rc, sig = None, sig or "SIGKILL"
     return ChildOutcome(returncode=rc, signal=sig, timed_out=timed_out,
-                        memory_exceeded=memory_exceeded, stdout_tail=read_tail(out_path, tail_bytes),
-                        stderr_tail=read_tail(err_path, tail_bytes), wall_s=wall, isolation=layers)
+                        memory_exceeded=memory_exceeded,
+                        stdout_tail=read_tail(child.cwd / "stdout.txt", tail_bytes),
+                        stderr_tail=read_tail(child.cwd / "stderr.txt", tail_bytes), wall_s=wall,
+                        isolation=child.layers)

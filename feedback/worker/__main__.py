@@ -1,8 +1,10 @@
-"""`python -m feedback.worker --channel FD` (the evaluator's way) or `python -m feedback.worker JOB.json`.
+"""`python -m feedback.worker --channel FD [--standby]` (the evaluator's way) or `python -m feedback.worker JOB.json`.
 
 With `--channel FD` the job arrives on stdin and the report leaves through descriptor FD as frames
 (feedback/worker/channel.py): a hello echoing the nonce, written before anything of the candidate
-runs, after which the nonce is erased; then the report. With a JOB.json path (tests, debugging)
+runs, after which the nonce is erased; then the report. `--standby`: import torch and the worker
+first, then wait for the job (the parent starts such a worker ahead of its job: feedback/job.py,
+`standby_workers`). With a JOB.json path (tests, debugging)
 the report is written to `job.result_path`, echoing the nonce.
 
 Exit status 0 once a report is written, whatever its status; 2 when the job is unreadable (then
@@ -19,12 +21,15 @@ import sys
 
 def main(argv: list[str]) -> None:
     channel_fd = None
+    standby = argv[3:] == ["--standby"]
     try:
-        if len(argv) == 3 and argv[1] == "--channel":
+        if (len(argv) == 3 or standby) and argv[1] == "--channel":
             from feedback.worker import channel
 
             channel.seal()
             channel_fd = channel.hide(int(argv[2]))
+            if standby:
+                _import_ahead()
             data = channel.read_job(0)
             raw = json.loads(data)
             data[:] = bytes(len(data))  # the nonce leaves memory with the text
@@ -36,6 +41,11 @@ def main(argv: list[str]) -> None:
             os._exit(2)
     except (OSError, ValueError) as exc:
         print(f"feedback.worker: cannot read the job file: {exc}", file=sys.stderr)
+        os._exit(2)
+    if standby and (raw.get("extensions_dir") != os.environ.get("TORCH_EXTENSIONS_DIR")
+                    or raw.get("scratch_dir") != os.environ.get("HOME")):
+        print("feedback.worker: a standby worker got a job for another extensions or scratch "
+              "folder than it was started with", file=sys.stderr)
         os._exit(2)
     # Caches must be named before torch / triton are imported.
     from feedback.worker.caches import configure_environment
@@ -64,6 +74,14 @@ def main(argv: list[str]) -> None:
     else:
         write_report(job.result_path, report.model_dump_json())
     os._exit(0)
+
+
+def _import_ahead() -> None:
+    """A standby worker (`--standby`) imports torch and the worker's modules before its job
+    arrives; its environment already names the caches (the parent set them when starting it)."""
+    import torch  # noqa: F401
+
+    import feedback.worker.run  # noqa: F401
 
 
 def write_report(path: str, text: str) -> None:

@@ -6,19 +6,24 @@ pipeline test covers the remaining statuses.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
-
 from candidates import cpp_candidate
+
 from feedback.cache import code_hash
 from feedback.evaluate import evaluate_many
+from feedback.job import standby_served, standby_workers
 from feedback.result import Status
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_mixed_batch_finishes_in_order(relu, fast_options):
+@pytest.mark.parametrize("standby", [False, True], ids=["fresh-workers", "standby-workers"])
+def test_a_mixed_batch_finishes_in_order(relu, fast_options, standby):
+    """Also with workers started ahead of their jobs (on the CPU too, to exercise them here):
+    the same statuses, and standby workers really served jobs."""
     options = fast_options.model_copy(update={"time": False, "memory_limit_mb": 5000,
                                               "run_timeout_s": 60})
     batch = [
@@ -28,9 +33,11 @@ def test_a_mixed_batch_finishes_in_order(relu, fast_options):
         ("memory", cpp_candidate("hog"), Status.runtime_error),  # 3 GiB past a 5000 MB limit
         ("exit", cpp_candidate("leave"), Status.runtime_error),
     ]
-    start = time.monotonic()
-    results = evaluate_many([(relu, code, "cpp") for _, code, _ in batch], options,
-                            devices=["cpu"], compile_workers=2)
+    start, served = time.monotonic(), standby_served()
+    with standby_workers(cpu=True) if standby else contextlib.nullcontext():
+        results = evaluate_many([(relu, code, "cpp") for _, code, _ in batch], options,
+                                devices=["cpu"], compile_workers=2)
+    assert (standby_served() > served) == standby
     assert [r.status for r in results] == [want for *_, want in batch], \
         [(name, r.status, r.message[:200]) for (name, *_), r in zip(batch, results)]
     assert [r.code_hash for r in results] == [code_hash(code) for _, code, _ in batch]

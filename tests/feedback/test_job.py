@@ -88,3 +88,44 @@ def test_the_job_file_carries_the_contract(monkeypatch, relu, tmp_path):
     assert not list(tmp_path.rglob("job.json"))  # the job never lands in a file the child can open
     assert kw["env"]["HOME"] == job.scratch_dir and "SECRET" not in " ".join(kw["env"])
     assert kw["env"]["CUDA_VISIBLE_DEVICES"] == ""  # a cpp child sees no GPU
+
+
+def test_a_standby_worker_serves_the_next_job_and_is_ended_after(monkeypatch, relu, tmp_path):
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    with job_module.standby_workers(cpu=True):
+        first, second = run(relu, tmp_path), run(relu, tmp_path)
+        waiting = list(job_module._POOL.waiting.values())
+        assert len(waiting) == 1 and waiting[0].usable()  # the one for the next job
+    assert first.trusted and second.trusted
+    assert "kr-correct-" in first.report.message      # the first job starts its own worker
+    assert "kr-standby-" in second.report.message     # the second finds one waiting
+    assert not job_module._POOL.waiting and not waiting[0].child.alive()
+    assert not waiting[0].scratch.exists()
+
+
+def test_without_the_block_every_job_starts_its_own_worker(monkeypatch, relu, tmp_path):
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    got = [run(relu, tmp_path) for _ in range(2)]
+    assert all("kr-correct-" in g.report.message for g in got)
+    assert not job_module._POOL.waiting
+
+
+def test_a_standby_that_died_is_replaced_by_a_fresh_worker(monkeypatch, relu, tmp_path):
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    with job_module.standby_workers(cpu=True):
+        run(relu, tmp_path)
+        next(iter(job_module._POOL.waiting.values())).child.kill()
+        got = run(relu, tmp_path)
+    assert got.trusted and "kr-correct-" in got.report.message
+
+
+def test_a_standby_workers_time_limit_counts_from_its_job(monkeypatch, relu, tmp_path):
+    import time
+
+    stand_in(monkeypatch, "import time\ntime.sleep(60)\n")
+    with job_module.standby_workers(cpu=True):
+        run(relu, tmp_path, timeout_s=3)
+        time.sleep(4)  # the standby waits longer than the limit before its job arrives
+        got = run(relu, tmp_path, timeout_s=3)
+    assert got.report.status == Status.timeout
+    assert 2.9 <= got.outcome.wall_s < 6, got.outcome.wall_s

@@ -55,9 +55,9 @@ def test_timeout_kills_the_process_group_with_its_grandchild(tmp_path):
             f"p = subprocess.Popen(['sleep', '300'])\nopen({str(pidfile)!r}, 'w').write(str(p.pid))\n"
             "time.sleep(300)\n")
     start = time.monotonic()
-    out = run_py(tmp_path, code, timeout_s=8)  # time enough to start the grandchild under load
+    out = run_py(tmp_path, code, timeout_s=15)  # time enough to start the grandchild under load
     assert out.timed_out and not out.ok and out.signal == "SIGKILL"
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 30
     assert not alive(int(pidfile.read_text()))
 
 
