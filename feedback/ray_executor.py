@@ -159,18 +159,19 @@ class ActorPool:
         self._idle: queue.Queue[_Slot] = queue.Queue()
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
+        self._closed = False
         self.replaced = 0
         """Actors replaced (died, or saw a CUDA error)."""
         self.retried = 0
         """Stage calls run again because their actor died under them."""
-        actors = [self._launch() for _ in range(size)]
-        for actor in actors:
+        for actor in [self._launch() for _ in range(size)]:
             self._idle.put(self._admit(actor, start_timeout_s))
 
     def _launch(self) -> Any:
         return ray.remote(StageWorker).options(**self._options).remote(self._gpu)
 
-    def _admit(self, actor: Any, timeout_s: float | None) -> _Slot:
+    def _admit(self, actor: Any, timeout_s: float | None) -> _Slot | None:
+        """Wait until `actor` runs and add it to the pool (None: the pool closed meanwhile)."""
         try:
             info = ray.get(actor.describe.remote(), timeout=timeout_s)
         except ray.exceptions.GetTimeoutError as e:
@@ -180,8 +181,12 @@ class ActorPool:
                                 "`ray status`)") from e
         slot = _Slot(actor, info)
         with self._lock:
-            self._slots.append(slot)
-        return slot
+            if not self._closed:
+                self._slots.append(slot)
+                return slot
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
+        return None
 
     @property
     def arch(self) -> str | None:
@@ -215,7 +220,8 @@ class ActorPool:
             else:
                 self._idle.put(slot)
             return result
-        raise EvaluationLost(f"{stage} lost its Ray worker {self._retries + 1} times; last: {lost}")
+        raise EvaluationLost(f"{stage} lost its Ray worker on each of {self._retries + 1} tries;"
+                             f" last: {lost}")
 
     def _replace(self, slot: _Slot) -> None:
         """Retire `slot`'s actor and start a new one, which joins the idle ones once it runs
@@ -229,14 +235,20 @@ class ActorPool:
 
         def start() -> None:
             try:
-                self._idle.put(self._admit(self._launch(), None))
-            except Exception:  # logged; the pool goes on with the others
-                log.exception("a replacement stage worker did not start")
+                slot = self._admit(self._launch(), None)
+            except BaseException:  # (Ray raises SystemExit here when it shuts down meanwhile)
+                if not self._closed:  # logged; the pool goes on with the others
+                    log.exception("a replacement stage worker did not start")
+                return
+            if slot is not None:
+                self._idle.put(slot)
 
         threading.Thread(target=start, daemon=True, name="ray-stage-worker-start").start()
 
     def close(self) -> None:
+        """Stop the actors (a replacement still starting is stopped once it runs)."""
         with self._lock:
+            self._closed = True
             slots, self._slots = self._slots, []
         for slot in slots:
             with contextlib.suppress(Exception):
@@ -302,8 +314,8 @@ class RayEvaluator:
         try:
             return ray.get(task.remote(problem, code, backend, options))
         except WORKER_LOST as e:
-            raise EvaluationLost(f"compile lost its Ray worker {COMPILE_RETRIES + 1} times: {e}"
-                                 ) from e
+            raise EvaluationLost(f"compile lost its Ray worker on each of {COMPILE_RETRIES + 1} "
+                                 f"tries: {e}") from e
 
     def correct(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
                 prior: EvalResult) -> EvalResult:

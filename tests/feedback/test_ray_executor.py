@@ -9,6 +9,7 @@ so a warm cache makes every build an import.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import ray
@@ -16,7 +17,7 @@ from candidates import BROKEN_CPP, cpp_candidate, deterministic
 
 from feedback.evaluate import evaluate
 from feedback.executor import ExecutorError
-from feedback.ray_executor import ActorPool, RayEvaluator, runtime_env
+from feedback.ray_executor import ActorPool, EvaluationLost, RayEvaluator, runtime_env
 from feedback.result import Status
 
 pytestmark = pytest.mark.slow
@@ -79,6 +80,25 @@ def test_a_worker_whose_job_died_by_a_signal_is_replaced(local_ray, relu, option
         crashed.message
     assert fine.status == Status.ok, fine.message
     assert pool.replaced == 1 and pool.retried == 0 and second.pid != first.pid
+
+
+def test_a_call_that_loses_every_worker_is_an_error_not_a_result(local_ray, relu, options):
+    """Past its retries a lost call raises (the trajectory ends, a resume redoes the turn): it
+    never becomes a result that would blame the candidate."""
+    opts = options.model_copy(update={"time": False})
+    code = cpp_candidate("relu")
+    ev = RayEvaluator(actors=1)
+    pool = ActorPool(1, False, ev.runtime_env, retries=0)
+    try:
+        built = ev.compile(relu, code, "cpp", opts)
+        (worker,) = pool.workers()
+        os.kill(worker.pid, signal.SIGKILL)  # the actor's process, started by this test
+        with pytest.raises(EvaluationLost, match="lost its Ray worker on each of 1 tries"):
+            pool.call("correct", relu, code, "cpp", opts, built)
+    finally:
+        pool.close()
+        ev.close()
+    assert pool.replaced == 1 and pool.retried == 0
 
 
 def test_a_gpu_backend_on_a_cluster_without_gpus_is_a_clear_error(local_ray):
