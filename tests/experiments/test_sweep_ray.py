@@ -24,7 +24,7 @@ from candidates import BROKEN_CPP, cpp_candidate
 
 from agent.store import RunStore
 from experiments import sweep
-from feedback import ray_executor
+from feedback import ray_workers
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_sweep_on_ray_stores_every_attempt_once_despite_a_killed_worker(
         original_write(self, attempt)
 
     pools: list = []
-    original_init, original_call = ray_executor.ActorPool.__init__, ray_executor.ActorPool.call
+    original_init, original_call = ray_workers.ActorPool.__init__, ray_workers.ActorPool.call
 
     def keep_pool(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
@@ -80,8 +80,8 @@ def test_sweep_on_ray_stores_every_attempt_once_despite_a_killed_worker(
         return original_call(self, stage, *args)
 
     monkeypatch.setattr(RunStore, "write_attempt", counting_write)
-    monkeypatch.setattr(ray_executor.ActorPool, "__init__", keep_pool)
-    monkeypatch.setattr(ray_executor.ActorPool, "call", call_then_kill)
+    monkeypatch.setattr(ray_workers.ActorPool, "__init__", keep_pool)
+    monkeypatch.setattr(ray_workers.ActorPool, "call", call_then_kill)
 
     out = tmp_path / "out"
     assert sweep.main([str(config), "--out", str(out), "--executor", "ray"]) == 0

@@ -17,7 +17,8 @@ from candidates import BROKEN_CPP, cpp_candidate, deterministic
 
 from feedback.evaluate import evaluate
 from feedback.executor import ExecutorError
-from feedback.ray_executor import ActorPool, EvaluationLost, RayEvaluator, runtime_env
+from feedback.ray_executor import RayEvaluator, runtime_env
+from feedback.ray_workers import ActorPool, EvaluationLost
 from feedback.result import Status
 
 pytestmark = pytest.mark.slow
