@@ -167,6 +167,9 @@ class ActorPool:
                     with self._lock:
                         self.retried += 1
                 continue
+            except BaseException:  # an error of the stage code itself: its actor is fine
+                self._idle.put(slot)
+                raise
             if self._replace_after_fault and result.status == Status.runtime_error \
                     and CUDA_FAULT.search(result.message):
                 self._replace(slot)  # never reuse a worker whose device saw an error

@@ -102,6 +102,22 @@ def test_a_call_that_loses_every_worker_is_an_error_not_a_result(local_ray, relu
     assert pool.replaced == 1 and pool.retried == 0
 
 
+@pytest.mark.timeout(180)  # a pool that lost its only actor would wait for it forever
+def test_an_evaluator_error_in_an_actor_is_raised_and_the_actor_kept(local_ray, relu, options):
+    opts = options.model_copy(update={"time": False})
+    code = cpp_candidate("relu")
+    ev = RayEvaluator(actors=1)
+    try:
+        pool = ev.pool("cpp")
+        built = ev.compile(relu, code, "cpp", opts)
+        with pytest.raises(ray.exceptions.RayTaskError):  # (no prior result: a caller's bug)
+            pool.call("correct", relu, code, "cpp", opts, None)
+        assert pool.call("correct", relu, code, "cpp", opts, built).status == Status.ok
+    finally:
+        ev.close()
+    assert pool.replaced == 0 and pool.retried == 0
+
+
 def test_a_gpu_backend_on_a_cluster_without_gpus_is_a_clear_error(local_ray):
     ev = RayEvaluator()
     with pytest.raises(ExecutorError, match="backend cuda needs GPUs and the Ray cluster has none"):
