@@ -17,8 +17,9 @@ left is the framework's own time per turn, without queueing behind other traject
 `costs` (the given costs and --concurrency: a sweep as it runs, queueing included).
 
 Per turn (one stored attempt): wall = from the previous attempt's store write (turn 0: from its
-LLM call) to its own. overhead = wall - LLM latency (the configured sleep) - compile - GPU time
-(as the evaluator measured them) - waits at the gates (from the gates' trace; reported apart).
+LLM call) to its own. overhead = wall - LLM latency (the simulated sleep; --llm-jitter varies it
+per call) - compile - GPU time (as the evaluator measured them) - waits at the gates (from the
+gates' trace; reported apart).
 Its parts: `llm_client` (the client's own time around the sleep: litellm, token counting),
 `dispatch` (a gate held while the evaluator is not running: the hand-off to a worker thread),
 `rest` (graph, checkpoints, store, prompts, logs, queueing for the event loop). Framework CPU per
@@ -35,6 +36,7 @@ import json
 import math
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -52,21 +54,33 @@ class Costs:
     llm_s: float
     compile_s: float
     gpu_s: float
+    llm_jitter: float = 0.0
+    """Each call's latency is drawn uniformly from llm_s * (1 +- llm_jitter) (seeded)."""
 
 
 class TimedLLM:
-    """The real client, with the start and end of each call noted by its replay key."""
+    """The real client, with each call's start, end and simulated latency noted by its replay
+    key. The client sleeps the latency's fixed part (`replay_latency_s`); a jittered part, when
+    asked for, is slept here first."""
 
-    def __init__(self, client) -> None:
+    def __init__(self, client, fixed_s: float, spread_s: float, seed: int = 0) -> None:
         self.client = client
+        self.fixed_s = fixed_s
+        self.spread_s = spread_s
+        self._rng = random.Random(seed)
         self.spans: dict[tuple[str, int, int], tuple[float, float]] = {}
+        self.latency: dict[tuple[str, int, int], float] = {}
 
     async def complete(self, messages, *, key, temperature=None):
+        extra = self._rng.uniform(0.0, self.spread_s) if self.spread_s else 0.0
         start = time.monotonic()
         try:
+            if extra:
+                await asyncio.sleep(extra)
             return await self.client.complete(messages, key=key, temperature=temperature)
         finally:
             self.spans[tuple(key)] = (start, time.monotonic())
+            self.latency[tuple(key)] = self.fixed_s + extra
 
 
 def synthetic_problems(folder: Path, count: int) -> list[str]:
@@ -109,13 +123,15 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     problems = synthetic_problems(folder / "problems",
                                   args.zero_problems if name == "zero" else args.problems)
     model = f"replay:{write_transcript(folder / 'replay.jsonl', problems, args.turns)}"
-    llm_args = {"replay_latency_s": costs.llm_s} if costs.llm_s else {}
+    fixed = costs.llm_s * (1 - costs.llm_jitter)
+    llm_args = {"replay_latency_s": fixed} if fixed else {}
     concurrency = args.zero_concurrency if name == "zero" else args.concurrency
     settings = RefineSettings(
         model=model, problems=str(folder / "problems"), backend="cuda", turns=args.turns,
         concurrency=concurrency, out=folder / "runs", feedback="G+E+P", llm_args=llm_args,
         name=f"scheduler-{name}", log_format=args.log_format)
-    llm = TimedLLM(make_client(model, llm_args=llm_args, concurrency=concurrency))
+    llm = TimedLLM(make_client(model, llm_args=llm_args, concurrency=concurrency), fixed,
+                   2 * costs.llm_s * costs.llm_jitter)
     asyncio.run(llm.client.complete([{"role": "user", "content": "warm-up"}], key=WARM_UP))
     evaluator = SimulatedEvaluator(costs.compile_s, costs.gpu_s, device=args.device)
     unix_minus_mono = time.time() - time.monotonic()
@@ -125,7 +141,7 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
                       show_progress=False)
     wall, cpu = time.monotonic() - start, time.process_time() - cpu
     written = {k: w - unix_minus_mono for k, w in RunStore(outcome.path).written_at().items()}
-    turns = per_turn(written, llm.spans, evaluator.calls, gates.calls, costs.llm_s)
+    turns = per_turn(written, llm.spans, llm.latency, evaluator.calls, gates.calls)
     evaluator_cpu = sum(c.cpu_s for c in evaluator.calls)
     device = outcome.gates["device"]
     result = {
@@ -154,8 +170,8 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     return result
 
 
-def per_turn(written: dict, llm_spans: dict, stage_calls: list, gate_calls: list,
-             llm_s: float) -> list[dict]:
+def per_turn(written: dict, llm_spans: dict, llm_latency: dict, stage_calls: list,
+             gate_calls: list) -> list[dict]:
     """Each stored turn's wall time, split into the costs it was given, the waits at the gates
     and the framework's overhead (see the module docstring); all times on the monotonic clock."""
     work: dict[tuple, float] = {}
@@ -172,8 +188,8 @@ def per_turn(written: dict, llm_spans: dict, stage_calls: list, gate_calls: list
         calls = sorted(gates.get(key, []), key=lambda g: g.requested)
         wait = sum(g.acquired - g.requested for g in calls)
         wall = written[key] - begin
-        overhead = wall - llm_s - work.get(key, 0.0) - wait
-        llm_client = (llm_end - llm_start) - llm_s
+        overhead = wall - llm_latency[key] - work.get(key, 0.0) - wait
+        llm_client = (llm_end - llm_start) - llm_latency[key]
         dispatch = sum(g.released - g.acquired for g in calls) - work.get(key, 0.0)
         # the rest, by where it falls: before the LLM call, between the LLM call and each gate,
         # from the last stage to the store write
@@ -234,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zero-problems", type=int, default=8,
                         help="synthetic problems in the zero arm")
     parser.add_argument("--llm-latency", type=float, default=1.0, help="s per LLM call (costs arm)")
+    parser.add_argument("--llm-jitter", type=float, default=0.0,
+                        help="each LLM call takes llm-latency x (1 +- this), uniformly (costs arm)")
     parser.add_argument("--compile-s", type=float, default=0.2, help="s per compile (costs arm)")
     parser.add_argument("--gpu-s", type=float, default=0.05,
                         help="s per GPU stage, correctness and timing each (costs arm)")
@@ -251,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args.compile_workers = args.compile_workers or os.cpu_count() or 1
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     arms = {"zero": Costs(0.0, 0.0, 0.0),
-            "costs": Costs(args.llm_latency, args.compile_s, args.gpu_s)}
+            "costs": Costs(args.llm_latency, args.compile_s, args.gpu_s, args.llm_jitter)}
     result: dict = {
         "command": " ".join(["python -m experiments.bench.scheduler",
                              *(argv if argv is not None else sys.argv[1:])]),
