@@ -6,11 +6,12 @@
 A sweep is one `agent.runner.execute` call, as a real run is: P synthetic problems (copies of
 `suite:level1/19_relu` under ids of their own) x one trajectory x T turns, at most --concurrency
 trajectories in flight, through the real LangGraph graph, SQLite checkpointer, run store, prompt
-templates and LLM client (one warm-up call first, outside the run: loading litellm's
-tokenizer is a one-off per process, not a per-turn cost). The model is `replay:` on a transcript written here, sleeping
-`replay_latency_s` = --llm-latency per call; the evaluator is `experiments.bench.simulated` (compile:
-a sleep; correctness and timing: real GPU work when there is a GPU, else a sleep, labelled so);
-the gates are the run's `EvalGates` with --compile-workers compile slots, traced.
+templates and LLM client (one warm-up call first, outside the run: loading litellm's tokenizer
+is a one-off per process, not a per-turn cost). The model is `replay:` on a transcript written
+here, sleeping `replay_latency_s` = --llm-latency per call; the evaluator is
+`experiments.bench.simulated` (compile: a sleep; correctness and timing: real GPU work when there
+is a GPU, else a sleep, labelled so); the gates are the run's `EvalGates` with --compile-workers
+compile slots, traced.
 
 Arms: `zero` (every cost 0, --zero-concurrency trajectories in flight, 1 by default: all that is
 left is the framework's own time per turn, without queueing behind other trajectories) and
@@ -145,8 +146,9 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
     evaluator_cpu = sum(c.cpu_s for c in evaluator.calls)
     device = outcome.gates["device"]
     result = {
-        "costs": vars(costs), "concurrency": concurrency, "gpu_work": evaluator.gpu_work, "run_dir": str(outcome.path),
-        "failed": outcome.failed, "turns": len(turns), "wall_s": round(wall, 2),
+        "costs": vars(costs), "concurrency": concurrency, "gpu_work": evaluator.gpu_work,
+        "run_dir": str(outcome.path), "failed": outcome.failed, "turns": len(turns),
+        "wall_s": round(wall, 2),
         "turns_per_hour": round(len(turns) / wall * 3600) if wall else None,
         "framework_cpu_per_turn_s": _r((cpu - evaluator_cpu) / len(turns)) if turns else None,
         "overhead_s": _summary([t["overhead_s"] for t in turns]),
@@ -159,7 +161,7 @@ def run_arm(name: str, costs: Costs, args: argparse.Namespace, root: Path) -> di
                                                "before_llm_s", "to_first_gate_s",
                                                "between_gates_s", "to_store_s")}
         if turns else {},
-        "gates": {name: s.as_dict() for name, s in outcome.gates.items()},
+        "gates": {gate: stats.as_dict() for gate, stats in outcome.gates.items()},
         "gpu_busy_share": device.busy_share,
         "gpu_work_share": sum(c.end - c.start for c in evaluator.calls if c.stage != "compile")
         / device.wall_s if device.wall_s else None,
@@ -234,8 +236,9 @@ def markdown(result: dict) -> str:
         first, later = arm["overhead_first_turn_s"], arm["overhead_later_turns_s"]
         lines.append(f"\n{name}: overhead/turn median (p95) s: first turn {first['median']} "
                      f"({first['p95']}), later turns {later['median']} ({later['p95']})")
-        lines.append(f"{name}: costs {arm['costs']}, concurrency {arm['concurrency']}; mean overhead parts (s): {parts}; "
-                     f"GPU work: {arm['gpu_work']}; failed trajectories: {len(arm['failed'])}")
+        lines.append(f"{name}: costs {arm['costs']}, concurrency {arm['concurrency']}; "
+                     f"mean overhead parts (s): {parts}; GPU work: {arm['gpu_work']}; "
+                     f"failed trajectories: {len(arm['failed'])}")
     return "\n".join(lines)
 
 

@@ -13,8 +13,9 @@ from experiments.bench import scheduler
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("sched") / "s.json"
-    assert scheduler.main(["--problems", "3", "--turns", "2", "--concurrency", "3", "--zero-problems", "3",
-                           "--llm-latency", "0", "--compile-s", "0.05", "--gpu-s", "0.05",
+    assert scheduler.main(["--problems", "3", "--turns", "2", "--concurrency", "3",
+                           "--zero-problems", "3", "--llm-latency", "0", "--compile-s", "0.05",
+                           "--gpu-s", "0.05",
                            "--compile-workers", "2", "--device", "cpu", "--log-format", "json",
                            "--per-turn", "--out", str(out)]) == 0
     return json.loads(out.read_text())
