@@ -138,8 +138,9 @@ def _wrap(argv: Sequence[str], readonly: Sequence[Path], writable: Sequence[Path
     return ["unshare", "-m", "-n", "--", "sh", "-c", script, "sh", *argv]
 
 
-def _session_pids(sid: int) -> list[int]:
-    """Processes whose session is `sid`: the child and everything it started (unless setsid)."""
+def _session_pids(sid: int, running_only: bool = False) -> list[int]:
+    """Processes whose session is `sid`: the child and everything it started (unless setsid).
+    With `running_only`, zombies (dead, waiting to be reaped) are left out."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -147,7 +148,8 @@ def _session_pids(sid: int) -> list[int]:
         try:
             stat = (entry / "stat").read_text()
             fields = stat[stat.rindex(")") + 2:].split()
-            if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
+            # fields after the name: state ppid pgrp session ...
+            if int(fields[3]) == sid and not (running_only and fields[0] in ("Z", "X")):
                 pids.append(int(entry.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -166,17 +168,27 @@ def _tree_rss_mb(pids: Sequence[int]) -> float:
     return total_kb / 1024
 
 
+KILL_WAIT_S = 5.0
+
+
 def _kill_tree(sid: int) -> None:
-    """Kill the child's process group, then every process left in its session."""
+    """Kill the child's process group, then every process left in its session, and wait (up to
+    KILL_WAIT_S) until none of them runs: a killed process takes a moment to die, and the caller
+    may rely on nothing of the child running once this returns."""
     try:
         os.killpg(sid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in _session_pids(sid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    deadline = time.monotonic() + KILL_WAIT_S
+    while pids := _session_pids(sid, running_only=True):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
