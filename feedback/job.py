@@ -97,6 +97,19 @@ def worker_entry() -> list[str]:
     return [sys.executable, "-m", "feedback.worker"]
 
 
+def _worker_argv(channel_fd: int, standby: bool = False) -> list[str]:
+    return [*worker_entry(), "--channel", str(channel_fd), *(["--standby"] if standby else [])]
+
+
+def _sandbox(scratch: Path, *, timeout_s: float, gpu: bool, memory_mb: int | None,
+             max_output_bytes: int | None, readonly: Sequence[Path],
+             writable: Sequence[Path]) -> dict:
+    """The limits and mounts of a worker, however it is started (arguments of start_child)."""
+    return {"cwd": scratch, "cpu_time_s": timeout_s * 4 + 10, "memory_mb": memory_mb,
+            "max_output_bytes": max_output_bytes, "gpu": gpu, "readonly": readonly,
+            "writable": [scratch, *writable]}
+
+
 def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
             memory_mb: int | None, max_output_bytes: int | None = RUN_FILE_BYTES,
             readonly: Sequence[Path] = (), writable: Sequence[Path] = ()) -> JobRun:
@@ -114,11 +127,11 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
         job_file.seek(0)
         fd = os.open(f"/proc/self/fd/{report_file.fileno()}", os.O_RDONLY)  # the child's is read-only
         try:
-            outcome = run_child([*worker_entry(), "--channel", str(fd)], cwd=scratch, env=env,
-                                timeout_s=timeout_s, cpu_time_s=timeout_s * 4 + 10,
-                                memory_mb=memory_mb, max_output_bytes=max_output_bytes, gpu=gpu,
-                                readonly=readonly, writable=[scratch, *writable], stdin=job_file,
-                                pass_fds=(fd,))
+            outcome = run_child(_worker_argv(fd), env=env, timeout_s=timeout_s, stdin=job_file,
+                                pass_fds=(fd,), **_sandbox(
+                                    scratch, timeout_s=timeout_s, gpu=gpu, memory_mb=memory_mb,
+                                    max_output_bytes=max_output_bytes, readonly=readonly,
+                                    writable=writable))
         finally:
             os.close(fd)
         return _judge(job, outcome, report_file, timeout_s, memory_mb)
@@ -156,6 +169,11 @@ class _Spec:
     readonly: tuple[Path, ...]
     writable: tuple[Path, ...]
 
+    def env(self, scratch: Path) -> dict[str, str]:
+        return child_env(scratch=scratch, extensions_dir=self.extensions_dir,
+                         gpu_index=self.gpu_index, arch=self.arch, threads=self.threads,
+                         extra=dict(self.extra_env))
+
 
 class _Standby:
     """A worker started before its job: it imports torch and the worker's modules, then blocks
@@ -165,15 +183,12 @@ class _Standby:
         self.scratch = Path(tempfile.mkdtemp(prefix="kr-standby-"))
         self.report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by discard()
         self.fd = os.open(f"/proc/self/fd/{self.report_file.fileno()}", os.O_RDONLY)
-        env = child_env(scratch=self.scratch, extensions_dir=spec.extensions_dir,
-                        gpu_index=spec.gpu_index, arch=spec.arch, threads=spec.threads,
-                        extra=dict(spec.extra_env))
         self.child: Started | ChildOutcome = start_child(
-            [*worker_entry(), "--channel", str(self.fd), "--standby"], cwd=self.scratch, env=env,
-            cpu_time_s=spec.timeout_s * 4 + 10, memory_mb=spec.memory_mb,
-            max_output_bytes=spec.max_output_bytes, gpu=spec.gpu_index is not None,
-            readonly=spec.readonly, writable=[self.scratch, *spec.writable],
-            stdin=subprocess.PIPE, pass_fds=(self.fd,))
+            _worker_argv(self.fd, standby=True), env=spec.env(self.scratch),
+            stdin=subprocess.PIPE, pass_fds=(self.fd,), **_sandbox(
+                self.scratch, timeout_s=spec.timeout_s, gpu=spec.gpu_index is not None,
+                memory_mb=spec.memory_mb, max_output_bytes=spec.max_output_bytes,
+                readonly=spec.readonly, writable=spec.writable))
         os.close(self.fd)
 
     def usable(self) -> bool:
@@ -289,9 +304,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
         with locked(device_lock) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)
-            env = child_env(scratch=scratch, extensions_dir=extensions_dir, gpu_index=gpu_index,
-                            arch=arch, threads=options.cpu_threads, extra=extra)
-            return run_job(job, env=env, timeout_s=timeout_s, gpu=gpu,
+            return run_job(job, env=spec.env(scratch), timeout_s=timeout_s, gpu=gpu,
                            memory_mb=options.memory_limit_mb, max_output_bytes=max_output_bytes,
                            readonly=list(spec.readonly), writable=list(spec.writable))
     finally:
