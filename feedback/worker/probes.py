@@ -6,8 +6,10 @@ without touching the timed window:
 
 - after every call, outside the window: no thread the candidate started is still running
   (`ThreadCount`), and the output shares no memory with the inputs or with outputs still held;
-- `PROBES` untimed probe calls at secret positions among the timed ones, on the same rotating
-  buffers refilled with fresh content: the output must match the reference on those inputs, must
+- `PROBES` untimed probe calls at secret, distinct positions among the timed ones, and one more
+  after the last timed call (`final`), on the same rotating buffers refilled with fresh content
+  (the final probe makes "behave after N calls" a certain catch for every N, where the secret
+  positions alone catch it only by chance): the output must match the reference on those inputs, must
   not change after return (deferred work), the inputs must be untouched, and (policy `glue` or
   `strict`) the candidate's own compiled code must run (owncode.py);
 - on the cpp backend, the CPU time of threads other than the caller's during the timed calls:
@@ -47,8 +49,9 @@ class TimingGuard:
 
     def __init__(self, h: Harness, policy: str, warmup: int, total: int) -> None:
         self.h, self.policy = h, policy
-        timed = list(range(warmup, total))
-        self.probe_at = {timed[secrets.randbelow(len(timed))] for _ in range(min(PROBES, len(timed)))}
+        timed = range(warmup, total)
+        self.total = total
+        self.probe_at = set(secrets.SystemRandom().sample(timed, min(PROBES, len(timed)))) | {total}
         self.others_s = self.wall_s = 0.0
 
     def before(self, call: int, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
@@ -90,6 +93,11 @@ class TimingGuard:
         self.others_s += (process_time() - cpu) - (thread_time() - mine)
         self.wall_s += perf_counter() - wall
         return result
+
+    def final(self, buffers: list[Any], seeds: list[int], outputs: list[Any]) -> None:
+        """The probe after the last timed call (its outputs already re-checked)."""
+        k = self.total % len(buffers)
+        self.before(self.total, k, buffers, seeds, [o for i, o in enumerate(outputs) if i != k])
 
     def after(self) -> None:
         """No thread the candidate started may outlive a timed call."""

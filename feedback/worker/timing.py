@@ -7,7 +7,7 @@ last `input_sets` calls' outputs can be kept and re-checked against the referenc
 candidate), and an output that reuses the memory of one still held is refused (guards.py).
 
 The candidate's timed loop carries the guards of probes.py (threads after every call, untimed
-probe calls at secret positions, the CPU-time check on cpp). Warm-up calls (`options.warmup`) run
+probe calls at secret positions and one after the last timed call, the CPU-time check on cpp). Warm-up calls (`options.warmup`) run
 the same protocol untimed; the role `compiled` gets one extra
 untimed first call, where torch.compile compiles, so that a failing compile is named as such.
 The `eager` role also measures FLOPs and minimum bytes (cost.py).
@@ -78,6 +78,7 @@ def run_time(job: WorkerJob) -> TimingResult:
         check_integrity(h, "after the timed calls")
         guard.finish(job.options.cpu_threads)
         _recheck(h, policy, buffers, seeds, outputs, total)
+        guard.final(buffers, seeds, outputs)
     clocks_mhz.append(clock.sm_clock_mhz())
     stats, noise = clocks.summarize(times, clock.name)
     if None not in clocks_mhz:

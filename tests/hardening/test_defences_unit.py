@@ -133,6 +133,18 @@ def test_timing_reports_must_be_consistent():
         assert channel.check(_report(kind="time", correctness=None, timing=bad), job)
 
 
+@pytest.mark.parametrize("warmup,total", [(2, 22), (5, 105), (0, 2), (3, 4)])
+def test_timing_probes_are_distinct_secret_positions_plus_one_after_the_last_timed_call(warmup, total):
+    from feedback.worker.probes import PROBES, TimingGuard
+    draws = [TimingGuard(None, "fp64-relative", warmup, total).probe_at for _ in range(200)]
+    for probe_at in draws:
+        assert total in probe_at  # a candidate switching behaviour after any number of calls is caught
+        timed = probe_at - {total}
+        assert len(timed) == min(PROBES, total - warmup) and all(warmup <= c < total for c in timed)
+    if total - warmup > PROBES:
+        assert len({frozenset(p) for p in draws}) > 1  # secret: not the same positions every time
+
+
 def test_audit_refuses_candidate_code_and_lets_trusted_code_pass(tmp_path):
     path, module = _module(tmp_path, """
         import sys
