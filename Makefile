@@ -27,4 +27,8 @@ test: install
 gpu-test: install
 	$(BIN)/python -m pytest -q -m gpu
 
-.PHONY: install demo test gpu-test
+# the packages a registry-less GPU host lacks, as one archive (docs/gpu-validation.md)
+device-bundle: install
+	$(BIN)/python -m experiments.bench.device_bundle --ray --out .device/site.tar.xz
+
+.PHONY: install demo test gpu-test device-bundle
