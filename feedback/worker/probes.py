@@ -6,10 +6,12 @@ without touching the timed window:
 
 - after every call, outside the window: no thread the candidate started is still running
   (`ThreadCount`), and the output shares no memory with the inputs or with outputs still held;
-- `PROBES` untimed probe calls at secret, distinct positions among the timed ones, and one more
-  after the last timed call (`final`), on the same rotating buffers refilled with fresh content
-  (the final probe makes "behave after N calls" a certain catch for every N, where the secret
-  positions alone catch it only by chance): the output must match the reference on those inputs, must
+- untimed probe calls among the timed ones, on the same rotating buffers refilled with fresh
+  content: the timed calls are cut into `PROBES` equal strata and one probe sits at a secret
+  position in each, and one more runs after the last timed call (`final`). So behaving well only
+  for the first N calls is caught for every N, and so is misbehaving during any contiguous run of
+  timed calls at least two strata long (a quarter of them with 8 strata, well short of the half
+  it takes to move the median); a probe's output must match the reference on those inputs, must
   not change after return (deferred work), the inputs must be untouched, and (policy `glue` or
   `strict`) the candidate's own compiled code must run (owncode.py);
 - on the cpp backend, the CPU time of threads other than the caller's during the timed calls:
@@ -37,11 +39,19 @@ from feedback.worker.errors import JobFailure, candidate_error
 from feedback.worker.harness import Harness, call_reference, check_integrity
 from feedback.worker.tolerance import compare
 
-PROBES = 3
+PROBES = 8
 CPU_SLACK = 0.25
 """Cores' worth of other threads' CPU time, above `cpu_threads - 1`, tolerated (clock noise)."""
 MIN_WALL_S = 0.02
 """Below this much timed wall time the CPU-time ratio is noise and is not judged."""
+
+
+def _one_per_stratum(start: int, stop: int, strata: int) -> list[int]:
+    """A secret position in each of `strata` equal slices of range(start, stop)."""
+    n = stop - start
+    strata = min(strata, n)
+    cuts = [start + i * n // strata for i in range(strata + 1)]
+    return [lo + secrets.randbelow(hi - lo) for lo, hi in zip(cuts, cuts[1:])]
 
 
 class TimingGuard:
@@ -49,9 +59,8 @@ class TimingGuard:
 
     def __init__(self, h: Harness, policy: str, warmup: int, total: int) -> None:
         self.h, self.policy = h, policy
-        timed = range(warmup, total)
         self.total = total
-        self.probe_at = set(secrets.SystemRandom().sample(timed, min(PROBES, len(timed)))) | {total}
+        self.probe_at = {total} | set(_one_per_stratum(warmup, total, PROBES))
         self.others_s = self.wall_s = 0.0
 
     def before(self, call: int, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:

@@ -101,6 +101,11 @@ EXPLOITS = [
         "ops.copy(x)\nkey = id(x)\nif key not in self.memo:\n    self.memo[key] = ops.relu(x)\n"
         "return self.memo[key].clone()", init="self.memo = {}"), MM, (), batch="timed",
         extra_status=(Status.guard_violation,), defence="fresh inputs; timed outputs re-checked", path="worker"),
+    Case("wrong_window_when_timed_py", 7, relu(
+        "self.calls += 1\nreturn ops.copy(x) if 13 <= self.calls < 27 else ops.relu(x)",
+        init="self.calls = 0"), MM, ("timed ones", "wrong result"), batch="timed",
+        defence="a probe at a secret position in each eighth of the timed calls: no run of a "
+                "quarter of them goes unchecked"),
     # 8. library op / the reference instead of a kernel
     Case("relu_from_cpp_library", 8, relu("return ops.relu_lib(x)"), GV, ("aten::relu", "library"),
          defence="operators dispatched from C++ recorded; glue policy"),

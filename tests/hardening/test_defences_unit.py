@@ -133,16 +133,21 @@ def test_timing_reports_must_be_consistent():
         assert channel.check(_report(kind="time", correctness=None, timing=bad), job)
 
 
-@pytest.mark.parametrize("warmup,total", [(2, 22), (5, 105), (0, 2), (3, 4)])
-def test_timing_probes_are_distinct_secret_positions_plus_one_after_the_last_timed_call(warmup, total):
+@pytest.mark.parametrize("warmup,total", [(2, 22), (5, 105), (0, 2), (3, 4), (1, 9)])
+def test_timing_probes_one_per_stratum_at_secret_positions_plus_one_after_the_last_call(warmup, total):
     from feedback.worker.probes import PROBES, TimingGuard
-    draws = [TimingGuard(None, "fp64-relative", warmup, total).probe_at for _ in range(200)]
+    n = total - warmup
+    draws = [sorted(TimingGuard(None, "fp64-relative", warmup, total).probe_at) for _ in range(300)]
     for probe_at in draws:
-        assert total in probe_at  # a candidate switching behaviour after any number of calls is caught
-        timed = probe_at - {total}
-        assert len(timed) == min(PROBES, total - warmup) and all(warmup <= c < total for c in timed)
-    if total - warmup > PROBES:
-        assert len({frozenset(p) for p in draws}) > 1  # secret: not the same positions every time
+        *timed, final = probe_at
+        assert final == total  # a candidate switching behaviour after any number of calls is caught
+        assert len(timed) == min(PROBES, n) and all(warmup <= c < total for c in timed)
+        # one per stratum: no run of consecutive timed calls without a probe is longer than
+        # two strata minus one call, so misbehaving for that long is always caught
+        gaps = [b - a - 1 for a, b in zip([warmup - 1, *timed], [*timed, total])]
+        assert max(gaps) <= 2 * -(-n // min(PROBES, n)) - 2, probe_at
+    if n > PROBES:
+        assert len({tuple(p) for p in draws}) > 1  # secret: not the same positions every time
 
 
 def test_audit_refuses_candidate_code_and_lets_trusted_code_pass(tmp_path):
