@@ -4,11 +4,11 @@ langgraph, litellm, structlog, Ray and their own dependencies).
 
     python -m experiments.bench.device_bundle --out .device/site.tar.xz [--ray]
 
-Each package in `PACKAGES` (plus `RAY` with `--ray`) is downloaded as a binary wheel for the
-target interpreter (`--python 3.12`, manylinux x86_64) at the version installed here, so the host
-runs what was tested here; the wheels are unpacked into one tree, parts no evaluation imports are
-dropped (`PRUNE`: Ray's Java jars, RLlib, Serve, Tune, Train, Data and dashboard UI; litellm's
-proxy UI), and the tree is packed as tar.xz. `--wheels DIR` packs wheels already downloaded
+Each package in `PACKAGES` (plus `RAY` with `--ray`) is installed by pip into one tree
+(`pip install --target`) as the binary wheel for the target interpreter (`--python 3.12`,
+manylinux x86_64) at the version installed here, so the host runs what was tested here; parts no
+evaluation imports are dropped (`PRUNE`: Ray's Java jars, RLlib, Serve, Tune, Train, Data and
+dashboard UI; litellm's proxy UI), and the tree is packed as tar.xz. `--wheels DIR` installs wheels already downloaded
 (no registry needed). Fails, naming the size, when the archive exceeds `--limit-mb` (the
 device tool carries 64 MiB in all).
 
@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import zipfile
 from pathlib import Path
 
 PACKAGES = (
@@ -64,29 +63,21 @@ def pinned(names: tuple[str, ...]) -> list[str]:
     return specs
 
 
-def download(specs: list[str], python: str, dest: Path) -> None:
-    """Binary wheels of exactly `specs` (no dependency resolution: the list is complete)."""
+def install(what: list[str], python: str, tree: Path) -> None:
+    """pip's own install into `tree` for the target interpreter (`what`: `name==version` specs
+    from the registry, or wheel files), exactly these (no dependency resolution: the list is
+    complete)."""
     tag = python.replace(".", "")
-    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-            "--python-version", python, "--implementation", "cp", "--abi", f"cp{tag}", "--abi", "abi3",
-            "--abi", "none", "--dest", str(dest)]
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            "--abi", f"cp{tag}", "--abi", "abi3", "--abi", "none", "--target", str(tree)]
     for platform in PLATFORMS:
         argv += ["--platform", platform]
-    done = subprocess.run(argv + specs, capture_output=True, text=True, check=False)
+    if what and Path(what[0]).suffix == ".whl":
+        argv.append("--no-index")
+    done = subprocess.run(argv + what, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"device_bundle: pip download failed:\n{done.stderr.strip()}")
-
-
-def unpack(wheels: list[Path], tree: Path) -> None:
-    """Each wheel's files into `tree`, as `pip install --target` lays out a pure-library wheel."""
-    if not wheels:
-        raise SystemExit("device_bundle: no wheels to pack")
-    for wheel in wheels:
-        try:
-            with zipfile.ZipFile(wheel) as zf:
-                zf.extractall(tree)
-        except zipfile.BadZipFile as exc:
-            raise SystemExit(f"device_bundle: {wheel.name} is not a wheel: {exc}") from exc
+        raise SystemExit(f"device_bundle: pip could not install the packages:\n{done.stderr.strip()}")
 
 
 def prune(tree: Path, parts: tuple[str, ...] = PRUNE) -> list[str]:
@@ -122,22 +113,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(".device/site.tar.xz"))
     parser.add_argument("--ray", action="store_true", help="also Ray (pruned), for --executor ray")
     parser.add_argument("--python", default="3.12", help="the host's Python version")
-    parser.add_argument("--wheels", type=Path, help="pack the wheels in this folder; download nothing")
+    parser.add_argument("--wheels", type=Path, help="pack the wheels in this folder; no registry")
     parser.add_argument("--limit-mb", type=float, default=60.0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="device_bundle_") as tmp:
-        wheels_dir = args.wheels
-        if wheels_dir is None:
-            wheels_dir = Path(tmp) / "wheels"
-            download(pinned(PACKAGES + (RAY if args.ray else ())), args.python, wheels_dir)
-        elif not wheels_dir.is_dir():
-            raise SystemExit(f"device_bundle: --wheels {wheels_dir}: no such folder")
+        if args.wheels is None:
+            what = pinned(PACKAGES + (RAY if args.ray else ()))
+        elif not args.wheels.is_dir():
+            raise SystemExit(f"device_bundle: --wheels {args.wheels}: no such folder")
+        elif not (what := [str(w) for w in sorted(args.wheels.glob("*.whl"))]):
+            raise SystemExit(f"device_bundle: no wheels to pack in {args.wheels}")
         tree = Path(tmp) / "site"
-        wheels = sorted(wheels_dir.glob("*.whl"))
-        unpack(wheels, tree)
+        install(what, args.python, tree)
         dropped = prune(tree)
         size_mb = pack(tree, args.out, args.limit_mb)
-    print(f"{args.out}: {size_mb:.1f} MiB from {len(wheels)} wheels"
+    print(f"{args.out}: {size_mb:.1f} MiB from {len(what)} packages"
           + (f"; dropped {', '.join(dropped)}" if dropped else ""))
     return 0
 

@@ -7,8 +7,8 @@ last `input_sets` calls' outputs can be kept and re-checked against the referenc
 candidate), and an output that reuses the memory of one still held is refused (guards.py).
 
 The candidate's timed loop carries the guards of probes.py (threads after every call, untimed
-probe calls at secret positions and one after the last timed call, the CPU-time check on cpp). Warm-up calls (`options.warmup`) run
-the same protocol untimed; the role `compiled` gets one extra
+probe calls at secret positions and one after the last timed call, the CPU-time check on cpp).
+Warm-up calls (`options.warmup`) run the same protocol untimed; the role `compiled` gets one extra
 untimed first call, where torch.compile compiles, so that a failing compile is named as such.
 The `eager` role also measures FLOPs and minimum bytes (cost.py).
 """
