@@ -11,12 +11,12 @@ import importlib
 from typing import Any
 
 __all__ = ["EvalOptions", "EvalResult", "Evaluator", "LocalEvaluator", "RayEvaluator", "Status",
-           "evaluate_many", "make_evaluator"]
+           "evaluate_many", "iter_evaluate", "make_evaluator"]
 
 _WHERE = {"EvalOptions": "feedback.options", "EvalResult": "feedback.result",
           "Status": "feedback.result", "Evaluator": "feedback.api",
           "LocalEvaluator": "feedback.evaluate", "evaluate_many": "feedback.evaluate",
-          "make_evaluator": "feedback.executor",
+          "iter_evaluate": "feedback.evaluate", "make_evaluator": "feedback.executor",
           "RayEvaluator": "feedback.ray_executor"}  # needs the `ray` extra
 
 

@@ -17,8 +17,8 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from feedback import cache
@@ -234,44 +234,68 @@ def _contained(item: EvalItem, step, *args) -> EvalResult:
                           message=f"evaluator error (not the candidate's fault): {exc!r}")
 
 
-def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
-                  devices: Sequence[str] | None = None,
-                  compile_workers: int | None = None) -> list[EvalResult]:
-    """Evaluate many candidates: builds in a CPU pool while one worker per device runs
-    correctness and timing (one job at a time per device). Results come back in input order."""
+def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
+                  devices: Sequence[str] | None = None, compile_workers: int | None = None,
+                  evaluator: Evaluator | None = None) -> Iterator[tuple[int, EvalResult]]:
+    """Evaluate many candidates, yielding `(index into items, result)` as each one finishes.
+
+    Builds run in a CPU pool while one worker per device runs correctness and timing (one job at
+    a time per device). `evaluator` runs the stages elsewhere (a RayEvaluator: pass one device
+    name per stage actor; the actor picks its own GPU); None = this machine. Closing the
+    generator early (a consumer's KeyboardInterrupt) cancels the builds not started yet and
+    stops the device workers after their current job; what was yielded stays yielded.
+    """
     options = options or EvalOptions()
     devices = list(devices or [options.device])
-    ev, results = LocalEvaluator(), [None] * len(items)
+    ev = evaluator or LocalEvaluator()
     ready: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
+    stop = threading.Event()
 
     def device_worker(device: str) -> None:
         opts = options.model_copy(update={"device": device})
-        while (job := ready.get()) is not None:
+        while (job := ready.get()) is not None and not stop.is_set():
             i, prior = job
             problem, code, backend = items[i]
 
             def rest(prior=prior, problem=problem, code=code, backend=backend) -> EvalResult:
-                done = ev.correct(problem, code, backend, opts, prior)
-                return ev.perform(problem, code, backend, opts, done)
-            results[i] = _contained(items[i], rest)
+                checked = ev.correct(problem, code, backend, opts, prior)
+                return ev.perform(problem, code, backend, opts, checked)
+            done.put((i, _contained(items[i], rest)))
+
+    def built(i: int, future) -> None:
+        if future.cancelled():
+            return
+        result = future.result()
+        (ready if result.status == Status.ok else done).put((i, result))
 
     workers = [threading.Thread(target=device_worker, args=(d,), daemon=True) for d in devices]
+    pool = ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2))
     with standby_workers():  # GPU jobs: the next worker starts while the current one runs
         for w in workers:
             w.start()
-        with ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2)) as pool:
-            futures = {pool.submit(_contained, item, ev.compile, *item, options): i
-                       for i, item in enumerate(items)}
-            for future in as_completed(futures):
-                i, built = futures[future], future.result()
-                if built.status == Status.ok:
-                    ready.put((i, built))
-                else:
-                    results[i] = built
-        for _ in workers:
-            ready.put(None)
-        for w in workers:
-            w.join()
+        try:
+            for i, item in enumerate(items):
+                future = pool.submit(_contained, item, ev.compile, *item, options)
+                future.add_done_callback(lambda f, i=i: built(i, f))
+            for _ in items:
+                yield done.get()
+        finally:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            for _ in workers:
+                ready.put(None)
+            for w in workers:
+                w.join()
+
+
+def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
+                  devices: Sequence[str] | None = None, compile_workers: int | None = None,
+                  evaluator: Evaluator | None = None) -> list[EvalResult]:
+    """`iter_evaluate`, collected: the same results, in input order."""
+    results: list[EvalResult | None] = [None] * len(items)
+    for i, result in iter_evaluate(items, options, devices, compile_workers, evaluator):
+        results[i] = result
     return results
 
 

@@ -1,6 +1,7 @@
 """Candidates fully evaluated per hour: this framework vs the stock path, on the same candidates.
 
     python -m experiments.bench.throughput RUN_DIR --problems ROOT --backend cuda [--out FILE.json]
+        [--arms framework,stock,ray] [--record docs/data/p2-h200.json] [--short]
     python -m experiments.bench.throughput experiments/bench/candidates/cpp \\
         --problems problems/suite --backend cpp --size small --no-compile-baseline   # CPU smoke
 
@@ -10,7 +11,7 @@ answers is the file `level{L}/{P}_*.py` under ROOT, where ROOT is a KernelBench 
 `KernelBench/` folder is found too), any folder holding `level1/ level2/ ...` (such as
 `problems/suite`), or a single `levelN` folder. Files whose problem is missing are listed and skipped.
 
-Arms (one run, side by side, framework first):
+Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
 - `framework`: feedback.evaluate.evaluate_many on a cold cache (static screen, builds in a CPU
   pool with feedback.fastbuild, correctness, timing with baselines, profile with --profile);
   the precompiled headers the candidates need are built first (`pch_setup_s`: once per machine
@@ -18,14 +19,22 @@ Arms (one run, side by side, framework first):
 - `stock`: plain `load_inline`, no shared cache: every candidate built in its own fresh process
   and extensions folder by a pool of the same size, then evaluated one by one, each in a fresh
   process (KernelBench's tolerance; `--correct-trials` and `--timing-trials` calls).
-Reported: candidates/hour (candidates / arm wall time), and seconds per stage.
+- `ray`: the framework arm again with `--executor ray` (a local Ray instance on this host,
+  `feedback.ray_executor.RayEvaluator`), on a cold cache of its own, the same build pool size;
+  `ray.init` is timed apart (`ray_init_s`), the stage actors' start is inside the wall time.
+Reported: candidates/hour (candidates / arm wall time), seconds per stage, and whether the ray
+arm gave the framework arm's verdicts. `--record FILE` writes the issue-13 summary (`summary()`:
+date, device, candidates, problems, per-hour figures of the three arms, median build seconds,
+device seconds per candidate), also at the top level of `--out`. `--short` = the first `SHORT`
+candidates of distinct problems, no torch.compile baseline, framework and stock arms unless
+`--arms` says otherwise (`make gpu-check`). `--merge A.json B.json` combines the arms of separate
+calls on the same candidates (one arm per call where a call may not last a whole run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -34,8 +43,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from experiments.bench.child import run_build_child, run_stock_eval_child
+from experiments.bench.throughput_report import (
+    ARMS,
+    DEVICE_STAGES,
+    differing_verdicts,
+    markdown,
+    merge,
+    summary,
+)
+from experiments.submissions import KERNEL_FILE
+from problems.loaders import SUITE_ROOT
 
-KERNEL_FILE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+CANDIDATES = Path(__file__).parent / "candidates"
+
+SHORT = 8
+"""Candidates of `--short` (one per problem)."""
 
 
 def find_candidates(run_dir: Path, problems_root: Path) -> tuple[list[dict], list[str]]:
@@ -59,10 +81,20 @@ def find_candidates(run_dir: Path, problems_root: Path) -> tuple[list[dict], lis
     return found, skipped
 
 
-def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path) -> dict:
-    """evaluate_many over every candidate; PCH set-up timed separately."""
+def one_per_problem(candidates: list[dict]) -> list[dict]:
+    """The first candidate of each problem, in the folder's order."""
+    seen: dict[Path, dict] = {}
+    for c in candidates:
+        seen.setdefault(c["problem"], c)
+    return list(seen.values())
+
+
+def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
+                  executor: str = "local") -> dict:
+    """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
+    (and ray.init) timed separately."""
     from feedback import fastbuild
-    from feedback.evaluate import evaluate_many  # written alongside; imported only when used
+    from feedback.evaluate import evaluate_many
     from feedback.options import EvalOptions
     from problems.loaders import load_file
 
@@ -74,14 +106,29 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path)
     for _, code, backend in items:
         fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
+    evaluator, devices, extra = None, None, {}
+    if executor == "ray":
+        from feedback.ray_executor import RayEvaluator
+
+        start = time.monotonic()
+        evaluator = RayEvaluator(cache_dir=cache)
+        extra["ray_init_s"] = round(time.monotonic() - start, 1)
+        devices = [args.device] * evaluator.admission(args.backend).device_slots
     start = time.monotonic()
-    results = evaluate_many(items, options, compile_workers=args.compile_workers)
+    try:
+        results = evaluate_many(items, options, devices, args.compile_workers, evaluator)
+    finally:
+        if evaluator is not None:
+            evaluator.close()
     wall = time.monotonic() - start
-    rows = [{"file": c["file"].name, "status": r.status.value, "stage": r.stage,
-             "stage_seconds": r.stage_seconds} for c, r in zip(candidates, results)]
-    stages = ("static", "compile", "correct", "timing", "profile")
+    rows = [{"file": c["file"].name, "problem": c["problem"].stem, "status": r.status.value,
+             "stage": r.stage, "stage_seconds": r.stage_seconds,
+             "device": r.environment.device if r.environment else None,
+             "message": r.message[:500] if r.status.value != "ok" else ""}
+            for c, r in zip(candidates, results)]
+    stages = ("static", "compile", *DEVICE_STAGES)
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
-    return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), "rows": rows,
+    return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
             "builds_seen": len(decisions),
             "stage_s": {s: _stats([r["stage_seconds"].get(s) for r in rows]) for s in stages}}
@@ -123,34 +170,21 @@ def _stats(values: list[float | None]) -> dict[str, float | int | None]:
             "median": round(statistics.median(xs), 2) if xs else None}
 
 
-def markdown(result: dict) -> str:
-    """One row per arm: wall time, candidates/hour, statuses, median seconds per stage."""
-    n = result["candidates"]
-    lines = ["| arm | candidates | wall s | candidates/hour | ok | median s per stage |",
-             "|---|---|---|---|---|---|"]
-    for arm in ("framework", "stock"):
-        data = result.get(arm)
-        if not data:
-            continue
-        ok = sum(r["status"] == "ok" for r in data["rows"])
-        per_hour = n / data["wall_s"] * 3600 if data["wall_s"] else 0
-        stages = ", ".join(f"{k} {v['median']}" for k, v in data["stage_s"].items() if v["n"])
-        lines.append(f"| {arm} | {n} | {data['wall_s']} | {per_hour:.0f} | {ok} | {stages} |")
-    if result.get("framework"):
-        fw = result["framework"]
-        lines.append(f"\nframework: PCH set-up before the run (once per flag set) "
-                     f"{fw['pch_setup_s']} s; builds that used a PCH: {fw['builds_with_pch']} "
-                     f"of {fw['builds_seen']}")
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", type=Path, help="folder of level_L_problem_P_sample_S_kernel.py")
-    parser.add_argument("--problems", type=Path, required=True,
-                        help="KernelBench checkout, or a folder holding level1/ level2/ ...")
+    parser.add_argument("run_dir", type=Path, nargs="?",
+                        help="folder of level_L_problem_P_sample_S_kernel.py (default: "
+                        "experiments/bench/candidates/BACKEND)")
+    parser.add_argument("--problems", type=Path,
+                        help="KernelBench checkout, or a folder holding level1/ level2/ ... "
+                        "(default: problems/suite)")
+    parser.add_argument("--merge", type=Path, nargs="+", metavar="OUT.json",
+                        help="no run: combine the arms of earlier outputs on the same candidates "
+                        "(one arm per call, where a call may not last a whole run) into --out")
     parser.add_argument("--backend", choices=["cuda", "cpp"], default="cuda")
-    parser.add_argument("--arms", default="framework,stock", help="comma list: framework, stock")
+    parser.add_argument("--arms", default=None,
+                        help="comma list of framework, stock, ray (default: all three; "
+                        "--short: framework,stock)")
     parser.add_argument("--device", default=None, help="default: cuda:0, or cpu for cpp")
     parser.add_argument("--size", default=None, help="problem size preset (e.g. small)")
     parser.add_argument("--arch", default=None, help="TORCH_CUDA_ARCH_LIST (default: detected)")
@@ -162,31 +196,68 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-workers", type=int, default=None,
                         help="parallel builds in both arms (default: cores // 2)")
     parser.add_argument("--limit", type=int, default=None, help="first N candidates only")
+    parser.add_argument("--short", action="store_true",
+                        help=f"the first {SHORT} candidates of distinct problems, no "
+                        "torch.compile baseline (make gpu-check)")
     parser.add_argument("--out", type=Path, default=Path("throughput.json"))
+    parser.add_argument("--record", type=Path, default=None,
+                        help="also write the summary record here (e.g. docs/data/p2-h200.json)")
     args = parser.parse_args(argv)
     import os
 
     args.device = args.device or ("cpu" if args.backend == "cpp" else "cuda:0")
     args.compile_workers = args.compile_workers or max(1, (os.cpu_count() or 2) // 2)
+    arms = (args.arms or ("framework,stock" if args.short else "framework,stock,ray")).split(",")
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        parser.error(f"--arms: unknown arm(s) {', '.join(unknown)}; choose from framework, "
+                     "stock, ray")
+    if args.merge:
+        try:
+            return write(merge([json.loads(p.read_text()) for p in args.merge]), args)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--merge: {exc}")
+    args.run_dir = args.run_dir or CANDIDATES / args.backend
+    args.problems = args.problems or SUITE_ROOT
+    if args.short:
+        args.compile_baseline = False
+    if not args.run_dir.is_dir():
+        parser.error(f"run_dir: no such folder: {args.run_dir}")
     candidates, skipped = find_candidates(args.run_dir, args.problems)
+    if args.short:
+        candidates = one_per_problem(candidates)[:SHORT]
     candidates = candidates[: args.limit]
     if not candidates:
         parser.error(f"no candidates with problems in {args.run_dir} ({len(skipped)} skipped)")
-    result: dict = {"candidates": len(candidates), "skipped": skipped, "backend": args.backend,
+    result: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime()),
+                    "candidates": len(candidates),
+                    "problems": len({c["problem"] for c in candidates}), "skipped": skipped,
+                    "backend": args.backend,
                     "command": " ".join(["python -m experiments.bench.throughput",
                                          *(argv if argv is not None else sys.argv[1:])]),
                     "cpus": os.cpu_count()}
-    arms = args.arms.split(",")
-    with tempfile.TemporaryDirectory(prefix="kr-throughput-cache-") as cache:
-        if "framework" in arms:
-            result["framework"] = framework_arm(candidates, args, Path(cache))
-        if "stock" in arms:
-            result["stock"] = stock_arm(candidates, args)
+    for arm in arms:  # framework first, each on a cold cache of its own
+        with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
+            result[arm] = (stock_arm(candidates, args) if arm == "stock" else
+                           framework_arm(candidates, args, Path(cache),
+                                         "ray" if arm == "ray" else "local"))
+    return write(result, args)
+
+
+def write(result: dict, args: argparse.Namespace) -> int:
+    """Summary and verdict comparison added; written to --out (and --record); printed."""
+    result["summary"] = summary(result)
+    result.update(result["summary"])  # also at the top, where make gpu-check reads them
+    result["ray_verdicts_differ"] = differing_verdicts(result)
     args.out.write_text(json.dumps(result, indent=1, default=str))
+    if args.record:
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(result["summary"], indent=1) + "\n")
     print(markdown(result))
-    for line in skipped:
+    print(json.dumps(result["summary"]))
+    for line in result.get("skipped", []):
         print(f"skipped {line}")
-    print(f"\nwrote {args.out}")
+    print(f"\nwrote {args.out}" + (f" and {args.record}" if args.record else ""))
     return 0
 
 

@@ -1,0 +1,88 @@
+"""What experiments/bench/throughput.py reports from its arms' results: candidates per hour, the
+issue-13 record (docs/data/p2-h200.json), local-vs-Ray verdicts, the Markdown table, and arms of
+separate calls merged into one result. Pure functions of the result dict.
+"""
+
+from __future__ import annotations
+
+DEVICE_STAGES = ("correct", "timing", "profile")
+ARMS = ("framework", "stock", "ray")
+
+
+def per_hour(result: dict, arm: str) -> float | None:
+    """Candidates of the run / the arm's wall time, per hour; None when the arm did not run."""
+    data = result.get(arm)
+    return round(result["candidates"] / data["wall_s"] * 3600, 1) \
+        if data and data["wall_s"] else None
+
+
+def summary(result: dict) -> dict:
+    """The issue-13 record (docs/data/p2-h200.json), computed from this run's arms only.
+
+    `build_median_s`: the framework arm's median compile stage; `device_s_per_candidate`: its
+    correctness + timing + profile seconds summed over the candidates that reached them, per such
+    candidate (what the device spent on each, baselines included).
+    """
+    fw = result.get("framework") or {}
+    rows = fw.get("rows", [])
+    device = [sum(r["stage_seconds"].get(s, 0.0) for s in DEVICE_STAGES) for r in rows
+              if any(s in r["stage_seconds"] for s in DEVICE_STAGES)]
+    names = [r["device"] for arm in ("framework", "ray") for r in (result.get(arm) or {})
+             .get("rows", []) if r.get("device")]
+    return {"date": result["date"], "device": names[0] if names else None,
+            "candidates": result["candidates"], "problems": result["problems"],
+            "framework_per_hour": per_hour(result, "framework"),
+            "kernelbench_per_hour": per_hour(result, "stock"),
+            "ray_per_hour": per_hour(result, "ray"),
+            "build_median_s": fw.get("stage_s", {}).get("compile", {}).get("median"),
+            "device_s_per_candidate": round(sum(device) / len(device), 2) if device else None}
+
+
+def differing_verdicts(result: dict) -> list[str] | None:
+    """Files whose status differs between the framework and ray arms (None: not both ran)."""
+    if not (result.get("framework") and result.get("ray")):
+        return None
+    ray = {r["file"]: r["status"] for r in result["ray"]["rows"]}
+    return [f"{r['file']}: local {r['status']}, ray {ray.get(r['file'])}"
+            for r in result["framework"]["rows"] if ray.get(r["file"]) != r["status"]]
+
+
+def markdown(result: dict) -> str:
+    """One row per arm: wall time, candidates/hour, statuses, median seconds per stage."""
+    n = result["candidates"]
+    lines = ["| arm | candidates | wall s | candidates/hour | ok | median s per stage |",
+             "|---|---|---|---|---|---|"]
+    for arm in ARMS:
+        data = result.get(arm)
+        if not data:
+            continue
+        ok = sum(r["status"] == "ok" for r in data["rows"])
+        stages = ", ".join(f"{k} {v['median']}" for k, v in data["stage_s"].items() if v["n"])
+        lines.append(f"| {arm} | {n} | {data['wall_s']} | {per_hour(result, arm) or 0:.0f} | {ok} "
+                     f"| {stages} |")
+    if result.get("framework"):
+        fw = result["framework"]
+        lines.append(f"\nframework: PCH set-up before the run (once per flag set) "
+                     f"{fw['pch_setup_s']} s; builds that used a PCH: {fw['builds_with_pch']} "
+                     f"of {fw['builds_seen']}")
+    differ = differing_verdicts(result)
+    if differ is not None:
+        lines.append(f"ray arm: ray.init {result['ray'].get('ray_init_s')} s (not in its wall time); "
+                     f"verdicts {'as the framework arm' if not differ else 'DIFFER: ' + '; '.join(differ)}")
+    return "\n".join(lines)
+
+
+def merge(results: list[dict]) -> dict:
+    """One result from outputs of separate calls on the same candidates (each arm once)."""
+    first = results[0]
+    files = [r["file"] for r in next(first[a] for a in ARMS if a in first)["rows"]]
+    merged = {k: v for k, v in first.items() if k not in ARMS}
+    merged["command"] = [r["command"] for r in results]
+    for r in results:
+        for arm in (a for a in ARMS if a in r):
+            if arm in merged:
+                raise ValueError(f"arm {arm} is in more than one output")
+            if [row["file"] for row in r[arm]["rows"]] != files:
+                raise ValueError(f"arm {arm} ran on other candidates than the first output's")
+            merged[arm] = r[arm]
+    return merged

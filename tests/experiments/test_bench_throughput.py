@@ -1,0 +1,80 @@
+"""The throughput bench's own bookkeeping (its GPU run is docs/benchmarks.md's P2).
+
+FABRICATED rows: stage seconds and statuses invented to give known answers; nothing here was
+measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from experiments.bench.throughput import main, one_per_problem
+from experiments.bench.throughput_report import differing_verdicts, merge, summary
+
+
+def _row(file: str, status: str, **stages: float) -> dict:
+    return {"file": file, "status": status, "stage_seconds": stages, "device": "fixture GPU"}
+
+
+@pytest.fixture
+def result() -> dict:
+    framework = {"wall_s": 360.0, "rows": [
+        _row("a.py", "ok", compile=10.0, correct=2.0, timing=4.0),
+        _row("b.py", "mismatch", compile=30.0, correct=3.0),
+        _row("c.py", "compile_error", compile=20.0)],
+        "stage_s": {"compile": {"n": 3, "sum": 60.0, "median": 20.0}}}
+    ray = {"wall_s": 720.0, "rows": [_row("a.py", "ok"), _row("b.py", "ok"),
+                                     _row("c.py", "compile_error")]}
+    return {"date": "2026-12-01", "candidates": 3, "problems": 2, "framework": framework,
+            "stock": {"wall_s": 1080.0, "rows": [_row(f, "ok") for f in ("a.py", "b.py", "c.py")]},
+            "ray": ray}
+
+
+def test_summary_has_the_issue_fields_computed_from_the_arms(result):
+    assert summary(result) == {
+        "date": "2026-12-01", "device": "fixture GPU", "candidates": 3, "problems": 2,
+        "framework_per_hour": 30.0, "kernelbench_per_hour": 10.0, "ray_per_hour": 15.0,
+        "build_median_s": 20.0,
+        "device_s_per_candidate": 4.5}  # (2 + 4) and 3 over the 2 that reached the device
+
+
+def test_an_arm_not_run_is_none_never_zero(result):
+    del result["ray"], result["stock"]
+    record = summary(result)
+    assert record["ray_per_hour"] is None and record["kernelbench_per_hour"] is None
+    assert differing_verdicts(result) is None
+
+
+def test_verdicts_that_differ_between_local_and_ray_are_named(result):
+    assert differing_verdicts(result) == ["b.py: local mismatch, ray ok"]
+
+
+def test_short_takes_one_candidate_per_problem():
+    found = [{"problem": Path(p), "file": f} for p, f in
+             [("1_a.py", "x0"), ("1_a.py", "x1"), ("2_b.py", "y0"), ("3_c.py", "z0")]]
+    assert [c["file"] for c in one_per_problem(found)] == ["x0", "y0", "z0"]
+
+
+def test_bad_arms_and_folders_are_one_line_errors(capsys, tmp_path):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--problems", "problems/suite", "--arms", "framework,nope"])
+    assert "--arms: unknown arm(s) nope" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing"), "--problems", "problems/suite"])
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_arms_of_separate_calls_merge_into_one_record(result):
+    ray_call = {**{k: v for k, v in result.items() if k not in ("framework", "stock")},
+                "command": "ray call"}
+    local_call = {**{k: v for k, v in result.items() if k != "ray"}, "command": "local call"}
+    merged = merge([local_call, ray_call])
+    assert summary(merged) == summary(result)
+    assert merged["command"] == ["local call", "ray call"]
+    with pytest.raises(ValueError, match="more than one output"):
+        merge([local_call, local_call])
+    other = {**ray_call, "ray": {**result["ray"], "rows": result["ray"]["rows"][:1]}}
+    with pytest.raises(ValueError, match="other candidates"):
+        merge([local_call, other])
