@@ -150,5 +150,8 @@ def reference_path(options: Any, problem: Any, kind: str, role: str, backend: st
                  _input_signature(problem, options.size),
                  backend == "cpp", device_name, torch.__version__, harness_version(),
                  options.timing_trials, options.warmup, options.input_sets, options.settle_ms,
-                 options.cpu_threads, options.compile_mode if role == "compiled" else "")
+                 options.cpu_threads, options.compile_mode if role == "compiled" else "",
+                 options.timing_max_trials, options.timing_se, options.timing_budget_s,
+                 options.interval_ms, options.max_calls_per_interval, options.warmup_s,
+                 options.isolate_cores)
     return Path(options.cache_dir) / "reference" / f"{key[:32]}.json"

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from feedback import cores
 from feedback.cache import digest, locked
 from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
@@ -52,6 +53,8 @@ class WorkerJob(BaseModel):
     scratch_dir: str = Field(description="The only writable directory of the child.")
     result_path: str = Field(description="Where the child writes its WorkerReport JSON.")
     nonce: str = Field(description="Random token the report must echo.")
+    cores: list[int] | None = Field(default=None, description="`time` jobs: the CPU cores the "
+                                    "worker moves onto before its timed loop (feedback/cores.py).")
 
 
 class WorkerReport(BaseModel):
@@ -103,16 +106,18 @@ def _worker_argv(channel_fd: int, standby: bool = False) -> list[str]:
 
 def _sandbox(scratch: Path, *, timeout_s: float, gpu: bool, memory_mb: int | None,
              max_output_bytes: int | None, readonly: Sequence[Path],
-             writable: Sequence[Path]) -> dict:
-    """The limits and mounts of a worker, however it is started (arguments of start_child)."""
+             writable: Sequence[Path], cpus: Sequence[int] | None = None, nice: int = 0) -> dict:
+    """The limits, mounts and cores of a worker, however it is started (arguments of
+    start_child)."""
     return {"cwd": scratch, "cpu_time_s": timeout_s * 4 + 10, "memory_mb": memory_mb,
             "max_output_bytes": max_output_bytes, "gpu": gpu, "readonly": readonly,
-            "writable": [scratch, *writable]}
+            "writable": [scratch, *writable], "cpus": cpus, "nice": nice}
 
 
 def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
             memory_mb: int | None, max_output_bytes: int | None = RUN_FILE_BYTES,
-            readonly: Sequence[Path] = (), writable: Sequence[Path] = ()) -> JobRun:
+            readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
+            cpus: Sequence[int] | None = None, nice: int = 0) -> JobRun:
     """Hand the job to the worker in the sandbox, and read back a report it can trust.
 
     The report is accepted only from a child that exited 0, through its private channel, after
@@ -131,7 +136,7 @@ def run_job(job: WorkerJob, *, env: dict[str, str], timeout_s: float, gpu: bool,
                                 pass_fds=(fd,), **_sandbox(
                                     scratch, timeout_s=timeout_s, gpu=gpu, memory_mb=memory_mb,
                                     max_output_bytes=max_output_bytes, readonly=readonly,
-                                    writable=writable))
+                                    writable=writable, cpus=cpus, nice=nice))
         finally:
             os.close(fd)
         return _judge(job, outcome, report_file, timeout_s, memory_mb)
@@ -168,6 +173,8 @@ class _Spec:
     max_output_bytes: int | None
     readonly: tuple[Path, ...]
     writable: tuple[Path, ...]
+    cpus: tuple[int, ...] | None = None
+    nice: int = 0
 
     def env(self, scratch: Path) -> dict[str, str]:
         return child_env(scratch=scratch, extensions_dir=self.extensions_dir,
@@ -188,7 +195,7 @@ class _Standby:
             stdin=subprocess.PIPE, pass_fds=(self.fd,), **_sandbox(
                 self.scratch, timeout_s=spec.timeout_s, gpu=spec.gpu_index is not None,
                 memory_mb=spec.memory_mb, max_output_bytes=spec.max_output_bytes,
-                readonly=spec.readonly, writable=spec.writable))
+                readonly=spec.readonly, writable=spec.writable, cpus=spec.cpus, nice=spec.nice))
         os.close(self.fd)
 
     def usable(self) -> bool:
@@ -283,15 +290,22 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
            device_lock: Path | None = None) -> JobRun:
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
-    and processes. A GPU child sees only GPU `gpu_index`, as `cuda:0`."""
+    and processes. A GPU child sees only GPU `gpu_index`, as `cuda:0`. With
+    `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
+    priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
     extra = {"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve() / "inductor")}
+    # builds see no GPU (gpu_index None) but must keep off every GPU's timing core all the same
+    place = cores.plan(None if backend == "cpp" else (gpu_index or 0), options.cpu_threads) \
+        if options.isolate_cores else None
     spec = _Spec(gpu_index=gpu_index, extensions_dir=Path(extensions_dir), arch=arch,
                  threads=options.cpu_threads, extra_env=tuple(sorted(extra.items())),
                  timeout_s=timeout_s, memory_mb=options.memory_limit_mb,
                  max_output_bytes=max_output_bytes,
                  readonly=(REPO_ROOT, Path(options.cache_dir).resolve()),
-                 writable=(Path(extensions_dir), *map(Path, writable)))
+                 writable=(Path(extensions_dir), *map(Path, writable)),
+                 cpus=place.others if place else None,
+                 nice=cores.BUILD_NICE if kind == "build" and place else 0)
     standby = _POOL.take(spec) if kind != "build" else None
     scratch = standby.scratch if standby else Path(tempfile.mkdtemp(prefix=f"kr-{kind}-"))
     try:
@@ -300,13 +314,15 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                         candidate_path=str(candidate) if candidate else None,
                         extensions_dir=str(extensions_dir), scratch_dir=str(scratch),
                         result_path=str(scratch / "result.json"),
-                        nonce=digest(secrets.token_hex(16), kind, role)[:32])
+                        nonce=digest(secrets.token_hex(16), kind, role)[:32],
+                        cores=list(place.device) if place and kind == "time" else None)
         with locked(device_lock) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)
             return run_job(job, env=spec.env(scratch), timeout_s=timeout_s, gpu=gpu,
                            memory_mb=options.memory_limit_mb, max_output_bytes=max_output_bytes,
-                           readonly=list(spec.readonly), writable=list(spec.writable))
+                           readonly=list(spec.readonly), writable=list(spec.writable),
+                           cpus=spec.cpus, nice=spec.nice)
     finally:
         if standby is not None:
             standby.discard()

@@ -27,9 +27,26 @@ class EvalOptions(BaseModel):
     tolerance: str = Field(default="fp64-relative",
                            description="`fp64-relative`, `kernelbench` (1e-4) or `kernelbench-v0` (1e-2).")
     correctness_trials: int = Field(default=5, ge=1, description="Fresh input sets checked.")
-    timing_trials: int = Field(default=100, ge=1, description="Timed calls per program.")
-    warmup: int = Field(default=5, ge=0, description="Untimed calls before timing.")
-    input_sets: int = Field(default=4, ge=1, description="Input sets rotated through timed calls.")
+    timing_trials: int = Field(default=100, ge=1, description="Least number of timed samples "
+                               "(intervals) per program; more are taken until `timing_se` is met.")
+    timing_max_trials: int | None = Field(default=None, ge=1, description="Most timed samples per "
+                                          "program; None: 4 x `timing_trials`.")
+    timing_se: float = Field(default=0.002, ge=0, description="Stop sampling once the relative "
+                             "standard error of the median is at most this (0: take the most).")
+    timing_budget_s: float = Field(default=10.0, gt=0, description="Stop sampling after this many "
+                                   "seconds of timed intervals, whatever the standard error.")
+    interval_ms: float = Field(default=2.0, ge=0, description="Target length of one timed sample: "
+                               "a program shorter than this runs several calls back to back per "
+                               "sample (each on its own fresh inputs), so host launch overhead "
+                               "and the clock's own cost are spread over them; 0: one call each.")
+    max_calls_per_interval: int = Field(default=64, ge=1, description="Most calls in one sample.")
+    warmup: int = Field(default=5, ge=0, description="Untimed calls before timing (then untimed "
+                        "samples until their times are stable, for up to `warmup_s`).")
+    warmup_s: float = Field(default=2.0, ge=0, description="Most seconds of warm-up samples.")
+    input_sets: int = Field(default=4, ge=1, description="Input sets rotated through timed calls "
+                            "(at least as many as calls in one sample).")
+    isolate_cores: bool = Field(default=True, description="The timing worker on CPU cores of its "
+                                "own, builds on the others at lower priority (feedback/cores.py).")
     settle_ms: float = Field(default=0.0, ge=0, description="GPU: trusted device work (cache "
                              "flushes) for this long before the first call, so a timing process "
                              "starts at the clocks of a busy GPU, not an idle one (an experiment "

@@ -39,6 +39,13 @@ class TimingStats(_Record):
     clock: str = Field(description="`cuda_events` on a GPU, `host_wall` on the cpp backend.")
     sm_clock_mhz: list[int] | None = Field(default=None, description="GPU: the SM clock (NVML) "
                                            "before the first and after the last timed call.")
+    calls_per_sample: int = Field(default=1, description="Calls run back to back in one timed "
+                                  "sample (each on fresh inputs); the times are per call.")
+    pass_medians_ms: list[float] | None = Field(default=None, description="Medians of the two "
+                                                "interleaved timing passes (own input buffers each).")
+    noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
+                                "inside this one: max(|pass A - pass B| / median, 2 x standard "
+                                "error of the median).")
 
 
 class Tolerance(_Record):
@@ -123,8 +130,9 @@ class EvalResult(_Record):
     compiled: TimingStats | None = Field(default=None, description="torch.compile reference timing.")
     speedup_eager: float | None = Field(default=None, description="eager median / candidate median.")
     speedup_compile: float | None = Field(default=None, description="compile median / candidate median.")
-    noise: float | None = Field(default=None, description="Relative timing noise (e.g. IQR/median) "
-                                "of the candidate's trials; progress must exceed it.")
+    noise: float | None = Field(default=None, description="Relative timing noise of the candidate: "
+                                "its between-evaluation variation estimated inside this evaluation "
+                                "(`TimingStats.noise`); progress must exceed it.")
     profile: Profile | None = Field(default=None, description="Candidate profile (P feedback).")
     reference_profile: Profile | None = Field(default=None, description="Reference profile.")
     roofline: Roofline | None = Field(default=None, description="Speed-of-light analysis.")

@@ -71,10 +71,17 @@ class ChildOutcome(BaseModel):
 
 # Applies resource limits, then execs the real argv. A launcher process instead of `preexec_fn`,
 # which may deadlock when the parent has threads (evaluate_many runs children from threads).
+# It also places the child: CPU cores (`cpus`, inherited by every thread and process it starts)
+# and a lower priority (`nice`), so builds stay off the cores of a device's timing worker.
 _LAUNCHER = """
 import json, os, resource, sys
-for name, value in json.loads(sys.argv[1]).items():
+spec = json.loads(sys.argv[1])
+for name, value in spec["limits"].items():
     resource.setrlimit(getattr(resource, name), tuple(value))
+if spec["cpus"]:
+    os.sched_setaffinity(0, spec["cpus"])
+if spec["nice"]:
+    os.nice(spec["nice"])
 os.execvp(sys.argv[2], sys.argv[2:])
 """
 
@@ -210,7 +217,8 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
               max_output_bytes: int | None = 64 * 1024 * 1024, gpu: bool = False,
               readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
               isolate: bool = True, nofile: int = 4096, tail_bytes: int = TAIL_BYTES,
-              stdin: IO[bytes] | None = None, pass_fds: Sequence[int] = ()) -> ChildOutcome:
+              stdin: IO[bytes] | None = None, pass_fds: Sequence[int] = (),
+              cpus: Sequence[int] | None = None, nice: int = 0) -> ChildOutcome:
     """Run argv in a new session under limits and return how it ended; never raises for the child.
 
     Args:
@@ -229,11 +237,13 @@ def run_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout
         tail_bytes: how much of stdout/stderr is read back.
         stdin: the child's standard input (default /dev/null); the job travels this way.
         pass_fds: descriptors the child inherits (the worker's report channel).
+        cpus: CPU cores the child (and all it starts) may run on; None = those of this process.
+        nice: added to the child's nice value (a build's lower priority).
     """
     child = start_child(argv, cwd=cwd, env=env, cpu_time_s=cpu_time_s, memory_mb=memory_mb,
                         max_output_bytes=max_output_bytes, gpu=gpu, readonly=readonly,
                         writable=writable, isolate=isolate, nofile=nofile, stdin=stdin,
-                        pass_fds=pass_fds)
+                        pass_fds=pass_fds, cpus=cpus, nice=nice)
     if isinstance(child, ChildOutcome):
         return child
     return wait_child(child, timeout_s=timeout_s, memory_mb=memory_mb, tail_bytes=tail_bytes)
@@ -260,14 +270,16 @@ def start_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
                 max_output_bytes: int | None = 64 * 1024 * 1024, gpu: bool = False,
                 readonly: Sequence[Path] = (), writable: Sequence[Path] = (),
                 isolate: bool = True, nofile: int = 4096, stdin: IO[bytes] | int | None = None,
-                pass_fds: Sequence[int] = ()) -> Started | ChildOutcome:
+                pass_fds: Sequence[int] = (), cpus: Sequence[int] | None = None,
+                nice: int = 0) -> Started | ChildOutcome:
     """Start argv in a new session under limits (arguments as for `run_child`; `stdin` may be
     `subprocess.PIPE`); a ChildOutcome when it cannot start at all."""
     cwd = Path(cwd)
     cwd.mkdir(parents=True, exist_ok=True)
     layers = isolation_available() if isolate else []
     limits = _limits(cpu_time_s, memory_mb, max_output_bytes, gpu, nofile)
-    full_argv = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(limits),
+    spec = {"limits": limits, "cpus": sorted(cpus) if cpus else None, "nice": nice}
+    full_argv = [sys.executable, "-I", "-c", _LAUNCHER, json.dumps(spec),
                  *_wrap(argv, [Path(p) for p in readonly], [Path(p) for p in writable], layers)]
     with (cwd / "stdout.txt").open("wb") as out, (cwd / "stderr.txt").open("wb") as err:
         try:

@@ -46,6 +46,18 @@ def run_stock_eval_child(candidate: Path, problem_path: Path, *, ext_dir: Path, 
                  "correct_trials": correct_trials, "timing_trials": timing_trials}, timeout_s)
 
 
+def run_do_bench_child(candidate: Path, problem: dict, *, ext_dir: Path, size: str | None,
+                       device: str, cache_dir: Path, timeout_s: float = 600) -> dict:
+    """`triton.testing.do_bench` of a candidate the evaluator built (its own build folder and
+    fastbuild settings, so nothing is rebuilt), after a KernelBench-style correctness check:
+    the independent clock that experiments/bench/timing_stability.py compares the evaluator's
+    medians with. `problem` is a `Problem` record as a dict (it may carry a size of the bench)."""
+    return _run({"mode": "evaluate", "candidate": str(Path(candidate).resolve()),
+                 "ext": str(ext_dir), "fast": {"cache_dir": str(cache_dir)}, "arch": None,
+                 "problem_record": problem, "size": size, "device": device, "correct_trials": 2,
+                 "timing_trials": 0, "do_bench": True}, timeout_s)
+
+
 def _run(spec: dict, timeout_s: float) -> dict:
     from feedback.sandbox import run_child
 
@@ -122,7 +134,11 @@ def _evaluate(module, spec: dict) -> dict:
     out: dict = {"correct": False, "eval_error": None}
     t0 = time.perf_counter()
     try:
-        problem = load_module(load_file(Path(spec["problem"])), spec.get("size"))
+        from problems.record import Problem
+
+        record = Problem.model_validate(spec["problem_record"]) if "problem_record" in spec \
+            else load_file(Path(spec["problem"]))
+        problem = load_module(record, spec.get("size"))
         device = torch.device(spec["device"])
         init = problem.get_init_inputs()
         torch.manual_seed(0)
@@ -140,7 +156,12 @@ def _evaluate(module, spec: dict) -> dict:
             out["correct"] = True
             out["correct_s"] = round(time.perf_counter() - t0, 3)
             t1 = time.perf_counter()
-            out["runtime_ms"] = _time_calls(new, inputs, spec["timing_trials"], device)
+            if spec.get("do_bench"):
+                from triton.testing import do_bench
+
+                out["do_bench_ms"] = do_bench(lambda: new(*inputs), return_mode="median")
+            else:
+                out["runtime_ms"] = _time_calls(new, inputs, spec["timing_trials"], device)
             out["timing_s"] = round(time.perf_counter() - t1, 3)
     except BaseException as exc:  # noqa: BLE001
         out["eval_error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"

@@ -10,6 +10,14 @@ honest memory-bound kernel on an H200).
 `--variant NAME:KEY=VALUE,...` adds a set of option overrides; the variants' evaluations are
 interleaved (A B A B ...) so that drift over the run (GPU temperature, other load) affects each
 variant alike, and each variant gets its own spread.
+
+Without PROBLEM and CANDIDATE it is issue 15's measurement: the kernels of stability_suite.py
+(`--short`: three, one under 0.15 ms on the H200), each evaluated N times (interleaved), while
+`--compiles` real builds run alongside through the evaluator's build path; then each kernel once
+under `triton.testing.do_bench` (GPU), for the agreement check. `--out` gets the shape of
+docs/data/p3-h200.json:
+
+    python -m experiments.bench.timing_stability --backend cuda --short -n 3 --out p3.json
 """
 
 from __future__ import annotations
@@ -39,10 +47,15 @@ def spread(medians: list[float]) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("problem", help="problem spec or file")
-    parser.add_argument("candidate", type=Path)
+    parser.add_argument("problem", nargs="?", help="problem spec or file (none: the suite)")
+    parser.add_argument("candidate", nargs="?", type=Path)
+    parser.add_argument("--short", action="store_true", help="suite: the three-kernel form")
+    parser.add_argument("--compiles", type=int, default=None,
+                        help="suite: builds kept running alongside (default: half the cores)")
+    parser.add_argument("--no-do-bench", action="store_true", help="suite: skip do_bench")
     parser.add_argument("--backend", default="cuda", choices=["cuda", "triton", "cpp"])
-    parser.add_argument("-n", type=int, default=5, help="separate evaluations per variant")
+    parser.add_argument("-n", type=int, default=None,
+                        help="separate evaluations per variant (default 5; --short: 3)")
     parser.add_argument("--size", default=None)
     parser.add_argument("--variant", type=parse_variant, action="append", default=None,
                         help="NAME:KEY=VALUE,... option overrides (repeatable); default: the "
@@ -50,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     args = parser.parse_args(argv)
 
+    args.n = args.n or (3 if args.short else 5)
+    if args.problem is None:
+        from experiments.bench.stability_run import run_suite
+
+        return run_suite(args)
     from feedback.evaluate import evaluate
     from feedback.options import EvalOptions
     from problems.spec import select

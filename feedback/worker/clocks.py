@@ -4,26 +4,29 @@ Captured at import (before any candidate exists): `time.perf_counter`, `torch.cu
 `torch.cuda.synchronize`. A candidate that rebinds them later changes nothing here, and the
 tamper snapshot reports it anyway.
 
-GPU protocol per call (issue 3, "timing"; issue 4, class 5): zero a buffer larger than L2
-(max(256 MB, 2 x L2)), synchronize the device, record the start event, call, synchronize the
-*device* (every stream, so work a candidate hides on a side stream is inside the window), record
-the end event. CPU protocol: write a 32 MB buffer (about a last-level cache), then
-`perf_counter()` around the call.
+GPU protocol per timed sample (issue 3, "timing"; issue 4, class 5; issue 12, item 5): reset
+persisting L2 lines and the persisting limit (persist.py), zero a buffer larger than L2
+(max(256 MB, 2 x L2)), synchronize the device, record the start event, run the sample's calls back
+to back, synchronize the *device* (every stream, so work a candidate hides on a side stream is
+inside the window), record the end event; then check that no call set a persisting limit again.
+CPU protocol: write a 32 MB buffer (about a last-level cache), then `perf_counter()` around the
+calls. A sample of several calls (sampling.py) reports the time per call.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import Any
 
 import torch
 
-from feedback.result import TimingStats
+from feedback.worker import persist
 
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
+_reset_persisting = persist.reset
+_check_persisting = persist.check
 GPU_FLUSH_MIN = 256 << 20
 CPU_FLUSH = 32 << 20
 
@@ -50,10 +53,16 @@ class Clock:
         return None
 
     def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+        """One call in its own window: (ms, output)."""
+        ms, outs = self.interval([fn])
+        return ms, outs[0]
+
+    def interval(self, calls: Sequence[Callable[[], Any]]) -> tuple[float, list[Any]]:
+        """The calls back to back in one window after one flush: (ms per call, outputs)."""
         self.flush()
         start = perf_counter()
-        out = fn()
-        return (perf_counter() - start) * 1e3, out
+        outs = [fn() for fn in calls]
+        return (perf_counter() - start) * 1e3 / len(calls), outs
 
 
 class CudaClock(Clock):
@@ -80,30 +89,20 @@ class CudaClock(Clock):
         except Exception:  # noqa: BLE001 - pynvml missing or unsupported: a diagnostic only
             return None
 
-    def time(self, fn: Callable[[], Any]) -> tuple[float, Any]:
+    def interval(self, calls: Sequence[Callable[[], Any]]) -> tuple[float, list[Any]]:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        _reset_persisting()
         self.flush()
         _synchronize(self.device)
         start.record()
-        out = fn()
+        outs = [fn() for fn in calls]
         _synchronize(self.device)
         end.record()
         end.synchronize()
-        return start.elapsed_time(end), out
+        _check_persisting()
+        return start.elapsed_time(end) / len(calls), outs
 
 
 def clock_for(device: torch.device) -> Clock:
     return CudaClock(device) if device.type == "cuda" else Clock(device)
 
-
-def summarize(times_ms: list[float], clock: str) -> tuple[TimingStats, float | None]:
-    """Median/mean/std/min/max, and noise = interquartile range / median (robust to outliers)."""
-    median = statistics.median(times_ms)
-    std = statistics.stdev(times_ms) if len(times_ms) > 1 else 0.0
-    stats = TimingStats(median_ms=median, mean_ms=statistics.fmean(times_ms), std_ms=std,
-                        min_ms=min(times_ms), max_ms=max(times_ms), n=len(times_ms), clock=clock)
-    noise = None
-    if len(times_ms) >= 4 and median > 0:
-        q1, _, q3 = statistics.quantiles(times_ms, n=4)
-        noise = (q3 - q1) / median
-    return stats, noise

@@ -7,8 +7,13 @@ without touching the timed window:
 - after every call, outside the window: no thread the candidate started is still running
   (`ThreadCount`), and the output shares no memory with the inputs or with outputs still held;
 - untimed probe calls among the timed ones, on the same rotating buffers refilled with fresh
-  content: the timed calls are cut into `PROBES` equal strata and one probe sits at a secret
-  position in each, and one more runs after the last timed call (`final`). So behaving well only
+  content: positions count timed samples (timing.py; a sample is one or several calls back to
+  back), the least number of samples is cut into `PROBES` equal strata and one probe sits at a
+  secret position in each; samples taken beyond that (sampling until the standard error is met)
+  get one probe at a secret position in each further block of a stratum's length, and one more
+  probe runs after the last timed sample (`final`). Before each probe one output of the sample just
+  timed, at a secret position within it, is checked against the reference too, so calls run back
+  to back inside a sample are checked as well as calls that follow a pause. So behaving well only
   for the first N calls is caught for every N, and so is misbehaving during any contiguous run of
   timed calls at least two strata long (a quarter of them with 8 strata, well short of the half
   it takes to move the median); a probe's output must match the reference on those inputs, must
@@ -61,12 +66,26 @@ class TimingGuard:
         self.h, self.policy = h, policy
         self.total = total
         self.probe_at = {total} | set(_one_per_stratum(warmup, total, PROBES))
+        self.stride = max(1, -(-(total - warmup) // PROBES))
+        self.beyond: dict[int, int] = {}
         self.others_s = self.wall_s = 0.0
+
+    def is_probe(self, call: int) -> bool:
+        """Whether a probe precedes timed sample `call` (one per block beyond `total`)."""
+        if call < self.total:
+            return call in self.probe_at
+        block = (call - self.total) // self.stride
+        if block not in self.beyond:
+            self.beyond[block] = self.total + block * self.stride + secrets.randbelow(self.stride)
+        return call == self.beyond[block] or call == self.total
 
     def before(self, call: int, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
         """An untimed probe on buffer `k` when `call` is a probe position."""
-        if call not in self.probe_at:
-            return
+        if self.is_probe(call):
+            self.probe(k, buffers, seeds, held)
+
+    def probe(self, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
+        """One untimed call on buffer `k`, refilled with fresh content, checked in full."""
         h = self.h
         seeds[k] = inputs.secret_seed()
         inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
@@ -103,10 +122,9 @@ class TimingGuard:
         self.wall_s += perf_counter() - wall
         return result
 
-    def final(self, buffers: list[Any], seeds: list[int], outputs: list[Any]) -> None:
-        """The probe after the last timed call (its outputs already re-checked)."""
-        k = self.total % len(buffers)
-        self.before(self.total, k, buffers, seeds, [o for i, o in enumerate(outputs) if i != k])
+    def final(self, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
+        """The probe after the last timed sample (its outputs already re-checked)."""
+        self.probe(k, buffers, seeds, held)
 
     def after(self) -> None:
         """No thread the candidate started may outlive a timed call."""

@@ -1,27 +1,41 @@
 """The `time` job: per-call times of the candidate, the eager reference or its torch.compile.
 
-Inputs: `options.input_sets` buffers, each refilled with freshly drawn content (a new secret seed)
-before every call, outside the timed window, so no two calls see the same content and a result
-replayed by pointer, id, shape or content is wrong (issue 4, class 7). The buffers rotate, so the
-last `input_sets` calls' outputs can be kept and re-checked against the reference (role
-candidate), and an output that reuses the memory of one still held is refused (guards.py).
+Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, probes.py):
+1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
+2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
+   back (`interval_ms`, `max_calls_per_interval`, and the input memory); then untimed samples until
+   their times are stable (or `warmup_s`).
+3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
+   least `timing_trials` samples, more until the median's relative standard error is at most
+   `timing_se` (or `timing_max_trials`, or `timing_budget_s`). The result's noise compares the two
+   passes (sampling.noise).
 
-The candidate's timed loop carries the guards of probes.py (threads after every call, untimed
-probe calls at secret positions and one after the last timed call, the CPU-time check on cpp).
-Warm-up calls (`options.warmup`) run the same protocol untimed; the role `compiled` gets one extra
-untimed first call, where torch.compile compiles, so that a failing compile is named as such.
-The `eager` role also measures FLOPs and minimum bytes (cost.py).
+Inputs: each pass holds max(ceil(`input_sets` / 2), calls per sample) buffers, each refilled with
+freshly drawn content (a new secret seed) before every use, outside the timed window, so no two
+calls see the same content and a result replayed by pointer, id, shape or content is wrong
+(issue 4, class 7); every call of a sample has its own buffer. The outputs stay held until their
+buffer's next use, so the last sample's outputs of each pass are re-checked against the reference
+(role candidate), and an output that reuses the memory of one still held is refused (guards.py).
+
+The candidate's timed loop carries the guards of probes.py (threads after every sample, untimed
+probe calls at secret positions and one after the last timed sample, the CPU-time check on cpp).
+Warm-up runs the same protocol untimed; the role `compiled` gets one extra untimed first call,
+where torch.compile compiles, so that a failing compile is named as such. The `eager` role also
+measures FLOPs and minimum bytes (cost.py).
 """
-
 from __future__ import annotations
 
+import functools
+import secrets
+import statistics
+from time import perf_counter
 from typing import Any
 
 import torch
 
 from feedback.job import WorkerJob
 from feedback.result import Status, TimingStats
-from feedback.worker import clocks, cost, devices, guards, inputs
+from feedback.worker import clocks, cost, devices, guards, inputs, persist, pinning, sampling
 from feedback.worker.errors import JobFailure, candidate_error, format_exception
 from feedback.worker.harness import Harness, call_reference, check_integrity, prepare
 from feedback.worker.probes import TimingGuard
@@ -37,57 +51,138 @@ class TimingResult:
         self.min_bytes: float | None = None
 
 
+INPUT_MEMORY = {"cuda": 4 << 30, "cpu": 512 << 20}
+"""Bytes of input and output buffers the calls-per-sample may use, both passes together."""
+
+
+class Pass:
+    """One timing pass: its own input buffers, their seeds, and the outputs still held."""
+
+    def __init__(self, h: Harness, n_sets: int) -> None:
+        self.h = h
+        self.seeds = [inputs.secret_seed() for _ in range(n_sets)]
+        self.buffers = [inputs.make_inputs(h.problem, h.device, s) for s in self.seeds]
+        self.outputs: list[Any] = [None] * n_sets
+        self.used = [False] * n_sets
+        self.next = 0
+        self.last: list[int] = []
+
+    def take(self, calls: int) -> list[int]:
+        """The buffers of the next sample, each refilled with fresh content when used before."""
+        ks = [(self.next + i) % len(self.buffers) for i in range(calls)]
+        self.next = (self.next + calls) % len(self.buffers)
+        for k in ks:
+            self.outputs[k] = None
+            if self.used[k]:
+                self.seeds[k] = inputs.secret_seed()
+                inputs.refill(self.buffers[k], inputs.make_inputs(self.h.problem, self.h.device,
+                                                                  self.seeds[k]))
+            self.used[k] = True
+        return ks
+
+
+def _held(passes: list[Pass], mine: Pass, k: int) -> list[Any]:
+    """Every output still held except slot `k` of `mine`."""
+    return [o for p in passes for i, o in enumerate(p.outputs) if o is not None and not (p is mine and i == k)]
+
+
+class Sampler:
+    """Runs samples of one program under the clock (and the guard, for the candidate)."""
+
+    def __init__(self, job: WorkerJob, h: Harness, program: Any, clock: clocks.Clock,
+                 guard: TimingGuard | None) -> None:
+        self.job, self.h, self.program, self.clock, self.guard = job, h, program, clock, guard
+        self.passes: list[Pass] = []
+
+    def sample(self, p: Pass, calls: int, timed: bool) -> float:
+        """One sample of `calls` calls on pass `p`: milliseconds per call."""
+        ks = p.take(calls)
+        program = self.program
+        fns = [functools.partial(program, *p.buffers[k]) for k in ks]
+
+        def run() -> tuple[float, list[Any]]:
+            return self.clock.interval(fns)
+        try:
+            ms, outs = self.guard.timed(run) if self.guard is not None and timed else run()
+        except persist.PersistenceViolation as exc:
+            raise JobFailure(Status.guard_violation, str(exc)) from exc
+        except BaseException as exc:
+            raise _call_failure(self.job, exc) from exc
+        for k, out in zip(ks, outs):
+            p.outputs[k] = out
+        if self.guard is not None:
+            for k in ks:
+                guards.check_output(p.outputs[k], p.buffers[k], _held(self.passes, p, k))
+            self.guard.after()
+        p.last = ks
+        return ms
+
+
 def run_time(job: WorkerJob) -> TimingResult:
-    policy = job.options.tolerance
-    threads = job.options.cpu_threads if job.backend == "cpp" else None
+    policy, opts = job.options.tolerance, job.options
+    threads = opts.cpu_threads if job.backend == "cpp" else None
     h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
     program = _program(h, job)
-    n_sets = job.options.input_sets
-    seeds = [inputs.secret_seed() for _ in range(n_sets)]
-    buffers = [inputs.make_inputs(h.problem, h.device, s) for s in seeds]
-    outputs: list[Any] = [None] * n_sets
     clock = clocks.clock_for(h.device)
-    times: list[float] = []
-    total = job.options.warmup + job.options.timing_trials
-    guard = TimingGuard(h, policy, job.options.warmup, total) if job.role == "candidate" else None
-    clock.settle(job.options.settle_ms)
+    guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
+    sampler = Sampler(job, h, program, clock, guard)
+    pinned = pinning.pin(job.cores)
+    clock.settle(opts.settle_ms)
     clocks_mhz = [clock.sm_clock_mhz()]
-    for call in range(total):
-        k = call % n_sets
-        others = [o for i, o in enumerate(outputs) if i != k]
-        if guard is not None:
-            guard.before(call, k, buffers, seeds, others)
-        if call >= n_sets:
-            seeds[k] = inputs.secret_seed()
-            inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
-        outputs[k] = None
-        try:
-            if guard is not None and call >= job.options.warmup:
-                ms, outputs[k] = guard.timed(lambda: clock.time(lambda: program(*buffers[k])))
-            else:
-                ms, outputs[k] = clock.time(lambda: program(*buffers[k]))
-        except BaseException as exc:
-            raise _call_failure(job, exc) from exc
-        if guard is not None:
-            guards.check_output(outputs[k], buffers[k], others)
-            guard.after()
-        if call >= job.options.warmup:
-            times.append(ms)
+
+    per_pass = max(-(-opts.input_sets // 2), 1)
+    first = Pass(h, per_pass)
+    sampler.passes = [first]
+    warm = [sampler.sample(first, 1, timed=False) for _ in range(max(opts.warmup, 1))]
+    room = INPUT_MEMORY["cpu" if h.device.type == "cpu" else "cuda"] // max(2 * h.io_bytes, 1)
+    calls = sampling.calls_per_interval(statistics.median(warm), opts.interval_ms,
+                                        opts.max_calls_per_interval, max(room, 1))
+    a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
+    sampler.passes = [a, b]
+    settling, start = [], perf_counter()
+    while opts.warmup and not sampling.warmed_up(settling) and perf_counter() - start < opts.warmup_s:
+        settling.append(sampler.sample((a, b)[len(settling) % 2], calls, timed=False))
+
+    times: tuple[list[float], list[float]] = ([], [])
+    most = sampling.max_trials(opts)
+    start, last = perf_counter(), None
+    while True:
+        i = len(times[0]) + len(times[1])
+        p = (a, b)[i % 2]
+        if guard is not None and guard.is_probe(i):
+            if last is not None:
+                _spot_check(h, policy, *last)
+            k = p.next
+            guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
+            p.used[k] = True  # the timed call on this buffer gets content the probe never saw
+        times[i % 2].append(sampler.sample(p, calls, timed=True))
+        last = (p, secrets.choice(p.last))
+        n = i + 1
+        if n >= 2 and (sampling.enough([*times[0], *times[1]], opts.timing_trials, most,
+                                       opts.timing_se)
+                       or (n >= opts.timing_trials and perf_counter() - start > opts.timing_budget_s)):
+            break
     if guard is not None:
         check_integrity(h, "after the timed calls")
-        guard.finish(job.options.cpu_threads)
-        _recheck(h, policy, buffers, seeds, outputs, total)
-        guard.final(buffers, seeds, outputs)
+        guard.finish(opts.cpu_threads)
+        for p in (a, b):
+            for k in p.last:
+                _spot_check(h, policy, p, k)
+        k = a.next
+        guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
-    stats, noise = clocks.summarize(times, clock.name)
+    stats = sampling.summarize(times[0], times[1], clock.name, calls)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
-    result = TimingResult(stats, noise, sorted(set(h.notes)))
+    notes = sorted(set(h.notes))
+    if job.cores and pinned is None:
+        notes.append(f"the timing worker could not be moved onto CPU cores {job.cores}")
+    result = TimingResult(stats, stats.noise, notes)
     if job.role == "eager":
-        args = buffers[(total - 1) % n_sets]
-        result.flops = cost.count_flops(h.reference, args)
-        result.min_bytes = cost.min_bytes(h.reference, args, outputs[(total - 1) % n_sets])
+        k = a.last[-1]
+        result.flops = cost.count_flops(h.reference, a.buffers[k])
+        result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
     return result
 
 
@@ -126,14 +221,13 @@ def _call_failure(job: WorkerJob, exc: BaseException) -> JobFailure:
     return JobFailure(Status.runtime_error, format_exception(exc, f"the {job.role} reference failed during timing:"))
 
 
-def _recheck(h: Harness, policy: str, buffers: list[Any], seeds: list[int], outputs: list[Any],
-             total: int) -> None:
-    """The outputs of the last timed calls must match the reference on those calls' inputs."""
-    for k in range(min(len(buffers), total)):
-        if h.reproducible:
-            guards.check_inputs_untouched(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
-        ref, ref64 = call_reference(h, buffers[k], want64=policy == "fp64-relative")
-        verdict = compare(outputs[k], ref, ref64, policy)
-        if not verdict.ok:
-            raise JobFailure(verdict.status, "an output of a timed call does not match the reference "
-                             f"for that call's inputs (replayed or memoised result?): {verdict.message}")
+def _spot_check(h: Harness, policy: str, p: Pass, k: int) -> None:
+    """The output held for buffer `k` of pass `p` must match the reference on that buffer's inputs
+    (which must be as drawn)."""
+    if h.reproducible:
+        guards.check_inputs_untouched(p.buffers[k], inputs.make_inputs(h.problem, h.device, p.seeds[k]))
+    ref, ref64 = call_reference(h, p.buffers[k], want64=policy == "fp64-relative")
+    verdict = compare(p.outputs[k], ref, ref64, policy)
+    if not verdict.ok:
+        raise JobFailure(verdict.status, "an output of a timed call does not match the reference "
+                         f"for that call's inputs (replayed or memoised result?): {verdict.message}")

@@ -137,3 +137,101 @@ def test_illegal_memory_access_is_a_runtime_error_in_its_own_process(kit, relu, 
                                       size="small", cache_dir=str(cache_dir))
     assert exit_code == 0 and report.status == Status.runtime_error
     assert "illegal memory access" in report.message or "CUDA error" in report.message
+
+
+# A ReLU whose launch marks its input persisting in L2 (issue 12, item 5): with a persisting
+# set-aside, the input survives the cache flush and the next timed call reads it from L2.
+PERSIST_KERNELS = r'''
+#include <algorithm>
+#include <cstdint>
+#include <cuda_runtime.h>
+
+__global__ void persist_relu_kernel(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+void launch_persist_relu(const float* x, float* y, int64_t n) {
+    static cudaDeviceProp prop;
+    static bool ready = false;
+    if (!ready) {
+        int device = 0;
+        cudaGetDevice(&device);
+        cudaGetDeviceProperties(&prop, device);
+        ready = true;
+    }
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, prop.persistingL2CacheMaxSize);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeAccessPolicyWindow;
+    attr[0].val.accessPolicyWindow.base_ptr = (void*)x;
+    attr[0].val.accessPolicyWindow.num_bytes =
+        std::min<size_t>(n * sizeof(float), (size_t)prop.accessPolicyMaxWindowSize);
+    attr[0].val.accessPolicyWindow.hitRatio = 1.0f;
+    attr[0].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    attr[0].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3((unsigned)((n + 255) / 256));
+    config.blockDim = dim3(256);
+    config.stream = 0;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    cudaLaunchKernelEx(&config, persist_relu_kernel, x, y, n);
+}
+'''
+PERSIST_WRAPPERS = r'''
+#include <torch/extension.h>
+void launch_persist_relu(const float* x, float* y, int64_t n);
+torch::Tensor relu(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    launch_persist_relu(xc.data_ptr<float>(), y.data_ptr<float>(), xc.numel());
+    return y;
+}
+'''
+PERSIST_CANDIDATE = ("import torch\nimport torch.nn as nn\n"
+                     "from torch.utils.cpp_extension import load_inline\n"
+                     f"KERNELS = r'''{PERSIST_KERNELS}'''\nWRAPPERS = r'''{PERSIST_WRAPPERS}'''\n"
+                     "ops = load_inline(name='kr_test_persist', cpp_sources=WRAPPERS, "
+                     "cuda_sources=KERNELS, functions=['relu'], no_implicit_headers=True)\n\n\n"
+                     "class ModelNew(nn.Module):\n"
+                     "    def forward(self, x):\n"
+                     "        return ops.relu(x)\n")
+
+
+def test_a_kernel_that_makes_its_inputs_persist_in_l2_is_refused(kit, relu, cache_dir):
+    from feedback.compile import compile_candidate, locate
+
+    options = EvalOptions(size="small", cache_dir=cache_dir)
+    built = compile_candidate(relu, PERSIST_CANDIDATE, "cuda", options)
+    assert built.status == Status.ok, built.message
+    paths = locate(PERSIST_CANDIDATE, "cuda", options)
+    common = dict(candidate_path=paths.candidate, extensions_dir=paths.extensions_dir,
+                  backend="cuda", size="small", cache_dir=cache_dir)
+    assert kit.run("correct", relu, None, **common).status == Status.ok  # a correct ReLU
+    report = kit.run("time", relu, None, timing_trials=20, **common)
+    assert report.status == Status.guard_violation, (report.status, report.message, report.timing)
+    assert "persisting L2" in report.message
+
+
+def test_persisting_l2_lines_and_limit_are_reset_before_each_timed_sample():
+    import ctypes
+
+    from feedback.worker import persist
+    from feedback.worker.clocks import CudaClock
+
+    device = torch.device("cuda:0")
+    torch.zeros(1, device=device)  # torch's primary context is current on this thread
+    clock = CudaClock(device)
+    assert persist.reset() and persist.persisting_limit() == 0
+
+    def set_limit() -> None:
+        persist._SET_LIMIT(ctypes.c_int(persist.CU_LIMIT_PERSISTING_L2_CACHE_SIZE),
+                           ctypes.c_size_t(4 << 20))
+
+    set_limit()
+    assert persist.persisting_limit() > 0  # the driver took it
+    ms, _ = clock.time(lambda: torch.ones(16, device=device))  # reset first, then timed
+    assert persist.persisting_limit() == 0 and ms > 0
+    with pytest.raises(persist.PersistenceViolation, match="persisting L2"):
+        clock.time(set_limit)  # set again during a timed call: refused after the window
+    assert persist.reset() and persist.persisting_limit() == 0

@@ -1,0 +1,128 @@
+"""Issue 15's measurement: the stability suite evaluated N times with builds alongside.
+
+Called by `python -m experiments.bench.timing_stability` without a problem (see its docstring).
+Per kernel: the median of each separate evaluation, their spread (max/min - 1), the noise each
+evaluation reported about itself, and `do_bench` of the same build (GPU). Also the speedups'
+spread, because a fast_p decision is made on the ratio, and the number of builds that finished
+during the timed part (so "compiles alongside" is a measured fact, not a flag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+from concurrent.futures import ThreadPoolExecutor
+
+from experiments.bench.stability_suite import BuildLoad, kernels
+from experiments.bench.timing_stability import spread
+
+SHORT_OPTIONS = {"correctness_trials": 3, "timing_budget_s": 4.0, "warmup_s": 1.0}
+"""`--short` (`make gpu-check`, ~90 s on the H200): fewer correctness trials and a shorter
+sampling budget; the timing protocol is otherwise the evaluator's default."""
+
+
+def _pct(value: float | None) -> float | None:
+    return round(value * 100, 3) if value is not None else None
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    from feedback.compile import compile_candidate, locate
+    from feedback.evaluate import evaluate
+    from feedback.options import EvalOptions
+    from feedback.result import Status
+
+    overrides = dict(kv for _, over in (args.variant or []) for kv in over.items())
+    quick = SHORT_OPTIONS if args.short else {}
+    try:
+        options = EvalOptions(**{"compile_baseline": False, **quick, **overrides})
+    except ValueError as e:
+        print(f"bad option override: {e}", file=sys.stderr)
+        return 2
+    items = []
+    for k in kernels(args.backend, args.short):
+        problem, size = k.problem()
+        items.append((k, problem, options.model_copy(update={"size": size}), k.code(args.backend)))
+    with ThreadPoolExecutor(len(items)) as pool:  # built before the clock starts, in parallel
+        builds = list(pool.map(lambda it: compile_candidate(it[1], it[3], args.backend, it[2]), items))
+    for (k, *_), built in zip(items, builds):
+        if built.status != Status.ok:
+            print(f"{k.name}: does not build: {built.message[:500]}", file=sys.stderr)
+            return 1
+    workers = args.compiles if args.compiles is not None else max(1, (os.cpu_count() or 2) // 2)
+    load = BuildLoad(workers, options).start() if workers else None
+    rows: dict[str, list[dict]] = {k.name: [] for k, *_ in items}
+    start, result = time.monotonic(), None
+    try:
+        for i in range(args.n):
+            for k, problem, opts, code in items:
+                result = evaluate(problem, code, args.backend, opts)
+                run = result.runtime
+                rows[k.name].append({"status": result.status.value,
+                                     "median_ms": run.median_ms if run else None,
+                                     "noise": result.noise, "speedup_eager": result.speedup_eager,
+                                     "samples": run.n if run else None,
+                                     "calls_per_sample": run.calls_per_sample if run else None,
+                                     "sm_clock_mhz": run.sm_clock_mhz if run else None})
+                print(f"{k.name} run {i}: {result.status.value} median={rows[k.name][-1]['median_ms']} "
+                      f"ms noise={result.noise} speedup={result.speedup_eager} "
+                      f"samples={rows[k.name][-1]['samples']}x{rows[k.name][-1]['calls_per_sample']} "
+                      f"{result.message[:200]}", flush=True)
+    finally:
+        finished = load.stop() if load else 0
+    timed_s = time.monotonic() - start
+    out = []
+    for k, problem, opts, code in items:
+        medians = [r["median_ms"] for r in rows[k.name] if r["median_ms"]]
+        speedups = [r["speedup_eager"] for r in rows[k.name] if r["speedup_eager"]]
+        ok = len(medians) == args.n
+        bench = None
+        if args.backend != "cpp" and not args.no_do_bench:
+            bench = _do_bench(problem, code, args.backend, opts, locate)
+        median = sorted(medians)[len(medians) // 2] if medians else None
+        out.append({"name": k.name, "problem": problem.id, "size": k.size or k.preset,
+                    "median_ms": median, "evaluations": len(medians),
+                    "spread_pct": _pct(spread(medians)) if ok else None,
+                    "speedup_spread_pct": _pct(spread(speedups)) if len(speedups) == args.n else None,
+                    "do_bench_ms": bench,
+                    "do_bench_agreement_pct": _pct(median / bench - 1) if median and bench else None,
+                    "medians_ms": medians, "noise": [r["noise"] for r in rows[k.name]],
+                    "runs": rows[k.name]})
+        print(f"{k.name}: median {median} ms, spread over {len(medians)} evaluations "
+              f"{out[-1]['spread_pct']}%, do_bench {bench} ms")
+    env = result.environment.model_dump() if result and result.environment else {}
+    record = {"date": datetime.date.today().isoformat(), "device": env.get("device"),
+              "compiles_alongside": bool(finished), "compile_workers": workers,
+              "builds_finished_alongside": finished, "build_failures": (load.failed if load else [])[:3],
+              "timed_seconds": round(timed_s, 1), "backend": args.backend, "short": args.short,
+              "command": " ".join(["python -m experiments.bench.timing_stability", *sys.argv[1:]]),
+              "options": overrides, "environment": env, "kernels": out}
+    if args.out:
+        args.out.write_text(json.dumps(record, indent=2))
+    worst = max((r["spread_pct"] for r in out if r["spread_pct"] is not None), default=None)
+    print(f"builds finished alongside: {finished}; worst spread {worst}% "
+          f"(target 1.5%); timed part {timed_s:.0f} s")
+    return 0 if all(r["spread_pct"] is not None for r in out) else 1
+
+
+def _do_bench(problem, code, backend, opts, locate) -> float | None:
+    """do_bench of the evaluator's build of `code`, in a child, holding the device's lock."""
+    import socket
+    from pathlib import Path
+
+    from experiments.bench.child import run_do_bench_child
+    from feedback.cache import locked
+
+    paths = locate(code, backend, opts)
+    root = Path(opts.cache_dir).resolve()
+    lock = root / "devices" / f"{socket.gethostname()}-{opts.device.replace(':', '')}.lock"
+    with locked(lock):
+        got = run_do_bench_child(paths.candidate, problem.model_dump(), ext_dir=paths.extensions_dir,
+                                 size=opts.size, device=opts.device, cache_dir=root)
+    if got.get("do_bench_ms") is None:
+        print(f"do_bench failed: {got.get('error') or got.get('eval_error')}", file=sys.stderr)
+    return got.get("do_bench_ms")

@@ -1,0 +1,99 @@
+"""How many calls per timed sample, how many samples, when warm-up is over, and the noise.
+
+Pure functions over per-call times (ms), so the rules are tested by hand-computed numbers.
+
+- Calls per sample: a program shorter than the target interval runs `ceil(target / t)` calls back
+  to back in one timed window (at most `max_calls`, and no more than the input memory allows), so
+  the fixed cost of a window (the first launch's host time, the device-wide synchronize before the
+  end event) is spread over them.
+- Samples: at least `min_n`; more until the relative standard error of the median is at most the
+  target, or `max_n`, or the time budget (timing.py).
+- Warm-up: untimed samples until the median of the last `WINDOW` is within `STABLE` of the median
+  of the `WINDOW` before (clocks ramped, caches and allocator settled).
+- Noise (`EvalResult.noise`): the between-evaluation variation estimated inside one evaluation.
+  Samples alternate between two passes, A and B, each with input buffers of its own (allocated
+  apart, so where memory landed differs between them as it does between processes); noise is the
+  larger of |median A - median B| / median and twice the standard error of the median.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from feedback.result import TimingStats
+
+WINDOW = 5
+STABLE = 0.01
+SE_FACTOR = 2.0
+"""Noise is at least this many standard errors of the median (about a 95% interval)."""
+
+
+def max_trials(options: Any) -> int:
+    """The most timed samples a program gets: `timing_max_trials`, or 4 x `timing_trials`."""
+    return max(options.timing_max_trials or 4 * options.timing_trials, options.timing_trials)
+
+
+def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int) -> int:
+    """Calls per timed sample for a program taking `call_ms` per call (see the module docstring)."""
+    if target_ms <= 0 or call_ms >= target_ms:
+        return 1
+    want = math.ceil(target_ms / max(call_ms, 1e-6))
+    return max(1, min(want, max_calls, max_sets))
+
+
+def median_se(times: Sequence[float]) -> float | None:
+    """Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, with the robust
+    sigma = IQR / 1.349 (a normal's); None with fewer than 4 samples."""
+    if len(times) < 4:
+        return None
+    median = statistics.median(times)
+    if median <= 0:
+        return None
+    q1, _, q3 = statistics.quantiles(times, n=4)
+    return 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(times)) / median
+
+
+def enough(times: Sequence[float], min_n: int, max_n: int, se_target: float) -> bool:
+    """Whether sampling may stop (the time budget is timing.py's)."""
+    if len(times) >= max_n:
+        return True
+    if len(times) < min_n:
+        return False
+    se = median_se(times)
+    return se is not None and se <= se_target
+
+
+def warmed_up(times: Sequence[float]) -> bool:
+    """The last WINDOW samples' median within STABLE of the WINDOW before them."""
+    if len(times) < 2 * WINDOW:
+        return False
+    last = statistics.median(times[-WINDOW:])
+    before = statistics.median(times[-2 * WINDOW:-WINDOW])
+    return before > 0 and abs(last - before) / before <= STABLE
+
+
+def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The module docstring's noise; None when either pass has no sample."""
+    if not a or not b:
+        return None
+    both = [*a, *b]
+    median = statistics.median(both)
+    if median <= 0:
+        return None
+    passes = abs(statistics.median(a) - statistics.median(b)) / median
+    se = median_se(both)
+    return max(passes, SE_FACTOR * se if se is not None else 0.0)
+
+
+def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int) -> TimingStats:
+    """Statistics over both passes' samples (per-call times), with each pass's median."""
+    times = [*a, *b]
+    std = statistics.stdev(times) if len(times) > 1 else 0.0
+    passes = [statistics.median(p) for p in (a, b) if p]
+    return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
+                       std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
+                       calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
+                       noise=noise(a, b))

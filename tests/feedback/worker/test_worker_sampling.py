@@ -1,0 +1,75 @@
+"""sampling.py's rules on hand-computed numbers, and the pinning of the time job."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from feedback.options import EvalOptions
+from feedback.worker import pinning, sampling
+
+
+def test_calls_per_sample_fill_the_target_interval_within_the_limits():
+    assert sampling.calls_per_interval(0.05, 2.0, 64, 100) == 40
+    assert sampling.calls_per_interval(0.01, 2.0, 64, 100) == 64     # max_calls
+    assert sampling.calls_per_interval(0.01, 2.0, 64, 10) == 10      # input memory
+    assert sampling.calls_per_interval(3.0, 2.0, 64, 100) == 1       # long enough alone
+    assert sampling.calls_per_interval(0.05, 0.0, 64, 100) == 1      # switched off
+
+
+def test_standard_error_of_the_median_from_the_iqr():
+    times = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    # quartiles (exclusive method) 2.25 and 6.75; median 4.5
+    want = 1.2533 * (6.75 - 2.25) / 1.349 / math.sqrt(8) / 4.5
+    assert sampling.median_se(times) == pytest.approx(want)
+    assert sampling.median_se([1.0, 2.0, 3.0]) is None
+
+
+def test_sampling_stops_at_the_standard_error_target_or_the_most():
+    steady = [1.0] * 10
+    assert not sampling.enough(steady[:5], min_n=6, max_n=100, se_target=0.01)
+    assert sampling.enough(steady, min_n=6, max_n=100, se_target=0.01)
+    noisy = [1.0, 2.0] * 5
+    assert not sampling.enough(noisy, min_n=6, max_n=100, se_target=0.01)
+    assert sampling.enough(noisy, min_n=6, max_n=10, se_target=0.01)
+
+
+def test_warm_up_ends_when_two_windows_agree():
+    assert not sampling.warmed_up([1.0] * 9)
+    assert sampling.warmed_up([1.0] * 10)
+    assert not sampling.warmed_up([2.0] * 5 + [1.0] * 5)
+    assert sampling.warmed_up([1.005] * 5 + [1.0] * 5)
+
+
+def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
+    a, b = [1.0] * 8, [1.1] * 8
+    # median of both 1.05; passes differ by 0.1; the IQR of both is 0.1 too
+    gap = 0.1 / 1.05
+    se = 1.2533 * 0.1 / 1.349 / 4 / 1.05
+    assert sampling.noise(a, b) == pytest.approx(max(gap, 2 * se))
+    assert sampling.noise([1.0] * 8, [1.0] * 8) == 0.0
+    assert sampling.noise([], b) is None
+    stats = sampling.summarize(a, b, "host_wall", 3)
+    assert stats.n == 16 and stats.calls_per_sample == 3 and stats.pass_medians_ms == [1.0, 1.1]
+    assert stats.noise == sampling.noise(a, b)
+
+
+def test_max_trials_defaults_to_four_times_the_least():
+    assert sampling.max_trials(EvalOptions(timing_trials=25)) == 100
+    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=30)) == 30
+    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=5)) == 25
+
+
+def test_pin_moves_every_thread_and_leaves_none_behind():
+    before = os.sched_getaffinity(0)
+    one = min(before)
+    try:
+        assert pinning.pin([one]) == [one]
+        for tid in os.listdir("/proc/self/task"):
+            assert os.sched_getaffinity(int(tid)) == {one}
+        assert pinning.pin(None) is None and pinning.pin([]) is None
+    finally:
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), before)
