@@ -56,6 +56,38 @@ class Tolerance(_Record):
     rtol: float = Field(description="Relative tolerance (or the allowed factor, for fp64-relative).")
 
 
+class StressCheck(_Record):
+    """One transform of the numeric stress pass, and whether it ran (feedback/worker/contract.py)."""
+
+    transform: str = Field(description="The transform of the floating-point inputs, e.g. `x*16`.")
+    applied: bool = Field(description="True when a trial ran on the transformed inputs.")
+    reason: str | None = Field(default=None, description="Why it was skipped: the input invariant "
+                               "it would break, a non-finite or failing reference, no float input.")
+
+
+class DegenerateCheck(_Record):
+    """Would an answer that ignores the input pass (feedback/worker/degenerate.py)?"""
+
+    answers: list[str] = Field(description="Input-independent answers tried on every judged trial.")
+    passing: list[str] = Field(default_factory=list, description="Those that passed on every trial: "
+                               "non-empty means the problem is degenerate under this tolerance.")
+    trials: int = Field(default=0, description="Trials the answers were judged on.")
+
+
+class Checks(_Record):
+    """Which checks a correctness verdict rests on, so a researcher can audit it (issue 12)."""
+
+    draws: int = Field(default=0, description="get_inputs() draws the input invariants were inferred from.")
+    invariants: list[str] = Field(default_factory=list, description="Structure every draw had "
+                                  "(exact zeros, sign, range, integer values, symmetry, sums).")
+    stress: list[StressCheck] = Field(default_factory=list, description="Stress transforms, used or "
+                                      "skipped and why.")
+    weights: str | None = Field(default=None, description="The weight-copy rule that was used "
+                                "(feedback/worker/loading.py), and any reshaped pairs.")
+    degenerate: DegenerateCheck | None = Field(default=None, description="The constant-answer test.")
+    unseen_size: str | None = Field(default=None, description="The unseen size checked, None if none.")
+
+
 class Correctness(_Record):
     """What the correctness stage compared and found."""
 
@@ -69,6 +101,7 @@ class Correctness(_Record):
     expected_at_worst: float | None = Field(default=None, description="Reference value there.")
     got_at_worst: float | None = Field(default=None, description="Candidate value there.")
     tolerance: Tolerance | None = Field(default=None, description="Policy used.")
+    checks: Checks | None = Field(default=None, description="The checks this verdict rests on.")
 
 
 class ProfileRow(_Record):

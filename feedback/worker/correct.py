@@ -9,8 +9,13 @@ the tolerance policy (tolerance.py).
 
 After all regular trials pass, a numeric stress pass (issue 4, class 14) runs one more trial per
 rescaling in `inputs.STRESS_TRANSFORMS` (x*1e-2, x*16, x+5 on every floating-point input); a
-rescaling whose reference output is not finite (or raises) is skipped with a warning. Then one
-trial at an unseen size (sizes.py; class 11: shape specialisation). Stress and unseen-size trials
+rescaling whose transformed inputs break an invariant every `get_inputs()` draw had (contract.py:
+exact zeros, sign, range, integers, symmetry, sums; issue 12), or whose reference output is not
+finite (or raises), is skipped, and the record says why. Then one trial at an unseen size
+(sizes.py; class 11: shape specialisation). Every regular and stress trial also judges answers that
+ignore the input (degenerate.py): if one passes them all, a candidate that passed everything else
+gets `runtime_error` "degenerate problem" instead of `ok`. What was applied, skipped and why is
+recorded in `Correctness.checks`. Stress and unseen-size trials
 count in `Correctness.trials`. Last, one more call under the operator recorder, judged by the
 library-op policy (feedback/policy.py; class 8); every scored call before it had to run the
 candidate's own code (harness.call_candidate; class 9). When the float64 reference is unavailable
@@ -30,8 +35,10 @@ import torch
 
 from feedback.job import WorkerJob
 from feedback.policy import library_violation
-from feedback.result import Correctness, Status
+from feedback.result import Checks, Correctness, Status, StressCheck
 from feedback.worker import guards, inputs, loading, sizes
+from feedback.worker.contract import MIN_DRAWS, Contract
+from feedback.worker.degenerate import ConstantAnswers
 from feedback.worker.errors import JobFailure
 from feedback.worker.harness import (
     Harness,
@@ -61,6 +68,11 @@ class Tally:
         self.max_abs = self.max_rel = self.sum_abs = self.sum_rel = 0.0
         self.dtype: torch.dtype = torch.float32
         self.fallback = False  # float64 reference unavailable: kernelbench numbers were used
+        self.contract = Contract()
+        self.answers: ConstantAnswers | None = None
+        self.stress: list[StressCheck] = []
+        self.weights: str | None = None
+        self.unseen: str | None = None
 
     def add(self, verdict: Comparison, output: Any) -> None:
         self.trials += 1
@@ -85,7 +97,10 @@ class Tally:
             max_rel_err=self.max_rel if n else None, mean_rel_err=self.sum_rel / n if n else None,
             worst_index=w.worst_index if w else None,
             expected_at_worst=w.expected if w else None, got_at_worst=w.got if w else None,
-            tolerance=tolerance_for("kernelbench" if self.fallback else self.policy, self.dtype))
+            tolerance=tolerance_for("kernelbench" if self.fallback else self.policy, self.dtype),
+            checks=Checks(draws=self.contract.draws, invariants=self.contract.describe(),
+                          stress=list(self.stress), weights=self.weights, unseen_size=self.unseen,
+                          degenerate=self.answers.record() if self.answers else None))
 
 
 def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] | None]:
@@ -95,14 +110,18 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
     tolerance_for(policy, torch.float32)  # an unknown policy fails before any work
     h = prepare(job, with64=policy == "fp64-relative")
     tally = Tally(policy)
+    tally.weights = h.weight_rule
     held: Any = ()
     try:
+        tally.answers = ConstantAnswers(policy, _other_output(h, tally.contract))
         for _ in range(job.options.correctness_trials):
-            verdict, held = run_trial(h, policy, None, held)
+            verdict, held = run_trial(h, policy, None, held, tally=tally)
             tally.add(verdict, held)
+        while tally.contract.draws < MIN_DRAWS:
+            tally.contract.observe(fresh_inputs(h, inputs.secret_seed()))
         if tally.first_failure is None:
             for name in inputs.STRESS_TRANSFORMS:
-                verdict, out = run_trial(h, policy, name, held)
+                verdict, out = run_trial(h, policy, name, held, tally=tally)
                 if verdict is None:
                     continue
                 held = out
@@ -111,7 +130,7 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
                     verdict.message = f"numeric stress pass (inputs {name}): {verdict.message}"
                     break
         if tally.first_failure is None:
-            verdict, held = unseen_size_trial(h, policy, held)
+            verdict, held = unseen_size_trial(h, policy, held, tally)
             if verdict is not None:
                 tally.add(verdict, held)
     except JobFailure as failure:
@@ -121,6 +140,9 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
         first = tally.first_failure
         message = (f"{first.message} (passed {tally.passed} of {tally.trials} trials)"
                    if first.status == Status.mismatch else first.message)
+        if first.status == Status.mismatch and tally.weights and "reshaped" in tally.weights:
+            message += (f" (the reference's weights were copied {tally.weights}; a transposed or "
+                        "permuted layout is not a reshape: keep the reference's layout)")
         raise JobFailure(first.status, message, tally.record())
     ops = _record_ops(h)
     if ops is not None:
@@ -128,7 +150,20 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
                                     _foreign_kernels(h))
         if problem:
             raise JobFailure(Status.guard_violation, problem, tally.record())
+    if tally.answers.degenerate:
+        raise JobFailure(Status.runtime_error, tally.answers.message(), tally.record())
     return tally.record(), sorted(set(h.notes)), ops
+
+
+def _other_output(h: Harness, contract: Contract) -> Any:
+    """The reference's output for an input set no trial uses (degenerate.py); the draw also
+    counts for the input contract."""
+    args = fresh_inputs(h, inputs.secret_seed())
+    contract.observe(args)
+    try:
+        return call_reference(h, args, want64=False)[0]
+    except Exception as exc:
+        raise JobFailure(Status.runtime_error, f"the reference program failed: {exc!r}") from exc
 
 
 def _foreign_kernels(h: Harness) -> list[str]:
@@ -148,7 +183,8 @@ def _foreign_kernels(h: Harness) -> list[str]:
     return [k for k in kernels if base_kernel_name(k) not in identifiers]
 
 
-def unseen_size_trial(h: Harness, policy: str, held: Any) -> tuple[Comparison | None, Any]:
+def unseen_size_trial(h: Harness, policy: str, held: Any,
+                      tally: Tally | None = None) -> tuple[Comparison | None, Any]:
     """One trial at a size the candidate was not told about (sizes.py), with models rebuilt there.
 
     A mismatch or a shape mismatch says it was the unseen size, so the model learns what to fix."""
@@ -170,6 +206,8 @@ def unseen_size_trial(h: Harness, policy: str, held: Any) -> tuple[Comparison | 
         other.io_bytes = inputs.nbytes(args) + inputs.nbytes(out)
         other.candidate = loading.build_candidate(h.candidate_module, reference, init_inputs, seed,
                                                   h.device)
+        if tally is not None:
+            tally.unseen = described
         try:
             verdict, output = run_trial(other, policy, None, held,
                                         label=f"the unseen size ({described})")
@@ -198,34 +236,62 @@ def _record_ops(h: Harness) -> dict[str, int] | None:
     return ops
 
 
-def run_trial(h: Harness, policy: str, stress: str | None, held: Any,
-              label: str | None = None) -> tuple[Comparison | None, Any]:
-    """One trial; returns (verdict, candidate output), or (None, None) for a skipped stress trial."""
+def run_trial(h: Harness, policy: str, stress: str | None, held: Any, label: str | None = None,
+              tally: Tally | None = None) -> tuple[Comparison | None, Any]:
+    """One trial; returns (verdict, candidate output), or (None, None) for a skipped stress trial.
+
+    With `tally`, a regular trial's inputs feed its input contract and every trial (regular or
+    stress) judges its constant answers; a stress trial runs only on inputs inside the contract."""
     seed = inputs.secret_seed()
     args = fresh_inputs(h, seed, stress)
-    if stress and not any(t.is_floating_point() for t in inputs.tensors(args)):
-        return None, None  # nothing to rescale
+    if stress:
+        reason = _outside_contract(args, tally)
+        if reason:
+            return _skip(h, tally, stress, reason)
     pristine = None if h.reproducible else inputs.clone(args)
     output = call_candidate(h, args, held, label or (f"the stress trial {stress}" if stress else "a trial"))
     if pristine is None:
         pristine = fresh_inputs(h, seed, stress)
     guards.check_inputs_untouched(args, pristine)
     del args
+    if tally is not None and not stress:
+        tally.contract.observe(pristine)
     try:
         ref, ref64 = call_reference(h, pristine, want64=policy == "fp64-relative")
     except Exception as exc:
         if stress:
-            h.notes.append(f"stress pass {stress} skipped: the reference raised {exc!r}")
-            return None, None
+            return _skip(h, tally, stress, f"the reference raised {exc!r}")
         raise JobFailure(Status.runtime_error, f"the reference program failed: {exc!r}") from exc
     if stress and not all(bool(torch.isfinite(t).all()) for t in inputs.tensors(ref) if t.is_floating_point()):
-        h.notes.append(f"stress pass {stress} skipped: the reference output is not finite")
-        return None, None
+        return _skip(h, tally, stress, "the reference output is not finite")
+    if tally is not None:
+        if stress:
+            tally.stress.append(StressCheck(transform=stress, applied=True))
+        if tally.answers is not None:
+            tally.answers.judge(ref, ref64)
     verdict = compare(output, ref, ref64, policy)
     h.notes.extend(verdict.notes)
     if not verdict.ok and verdict.status == Status.mismatch:
         verdict.message += hint(output, ref, held, verdict)
     return verdict, output
+
+
+def _outside_contract(args: Any, tally: Tally | None) -> str | None:
+    """Why a stress trial's transformed inputs may not be used, or None when they may."""
+    if not any(t.is_floating_point() for t in inputs.tensors(args)):
+        return "no floating-point input to transform"
+    broken = tally.contract.broken(args) if tally is not None else []
+    if broken:
+        shown = "; ".join(broken[:4]) + (f"; and {len(broken) - 4} more" if len(broken) > 4 else "")
+        return f"the transformed inputs break the input contract: {shown}"
+    return None
+
+
+def _skip(h: Harness, tally: Tally | None, stress: str, reason: str) -> tuple[None, None]:
+    h.notes.append(f"stress pass {stress} skipped: {reason}")
+    if tally is not None:
+        tally.stress.append(StressCheck(transform=stress, applied=False, reason=reason))
+    return None, None
 
 
 def _unwritten(got: torch.Tensor, ref: torch.Tensor, scale: float) -> bool:

@@ -58,6 +58,7 @@ class Harness:
     reference_hooks: dict[str, int] = field(default_factory=dict)
     audit: audit.AuditLog | None = None
     own: OwnCode | None = None
+    weight_rule: str | None = None  # how the reference's weights reached the candidate (loading.py)
     notes: list[str] = field(default_factory=list)
 
 
@@ -146,7 +147,9 @@ def _load_candidate(h: Harness) -> None:
         raise
     check_integrity(h, "after the candidate's import")
     try:
-        h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device)
+        rule: list[str] = []
+        h.candidate = loading.build_candidate(module, h.reference, h.init_inputs, h.seed, h.device, rule)
+        h.weight_rule = rule[0] if rule else None
     except JobFailure:
         check_audit(h, "while ModelNew() was built")
         raise

@@ -4,10 +4,16 @@ Weight rule (documented for the model and for people):
 1. `get_init_inputs()` is called once under a secret seed; `Model` and `ModelNew` are both built
    from those values, each right after re-seeding with that seed.
 2. If `ModelNew.state_dict()` has exactly the reference's keys, the reference state is loaded by
-   key (shapes must agree key by key).
+   key.
 3. Otherwise parameters are matched by order (`parameters()` of each, in registration order), and
-   buffers likewise, and every pair must have the same shape; counts must agree.
-4. Anything else is a `runtime_error` that lists both sides, so the model can fix its layout.
+   buffers likewise; the counts must agree.
+4. Each matched pair must have the same number of elements; when the shapes differ (a bias kept
+   as `[C]` where the reference has `[C, 1, 1]`, a weight flattened to `[C_out, C_in*k*k]`) the
+   values are copied by reshaping, in row-major order: the same values in the same order as the
+   reference's. A transposed layout is not a reshape; keep the reference's and transpose in code.
+5. Anything else is a `runtime_error` that lists both sides and states this rule, so the model
+   can fix its layout. The rule used (and every reshaped pair) is recorded in the result's
+   `Correctness.checks.weights`.
 """
 
 from __future__ import annotations
@@ -73,8 +79,10 @@ def build_reference(problem_module: types.ModuleType, device: torch.device,
 
 
 def build_candidate(candidate_module: types.ModuleType, reference: torch.nn.Module,
-                    init_inputs: list[Any], seed: int, device: torch.device) -> torch.nn.Module:
-    """`ModelNew(*init_inputs)` with the reference's weights copied in (rule in the docstring)."""
+                    init_inputs: list[Any], seed: int, device: torch.device,
+                    rule: list[str] | None = None) -> torch.nn.Module:
+    """`ModelNew(*init_inputs)` with the reference's weights copied in (rule in the docstring);
+    the rule used is appended to `rule` when given."""
     seed_everything(seed)
     try:
         model = candidate_module.ModelNew(*init_inputs)
@@ -83,25 +91,42 @@ def build_candidate(candidate_module: types.ModuleType, reference: torch.nn.Modu
         raise candidate_error(exc, "constructing ModelNew failed") from exc
     if not isinstance(model, torch.nn.Module):
         raise JobFailure(Status.runtime_error, "ModelNew(...) is not a torch.nn.Module")
-    copy_weights(reference, model)
+    used = copy_weights(reference, model)
+    if rule is not None:
+        rule.append(used)
     return model
 
 
-def copy_weights(source: torch.nn.Module, target: torch.nn.Module) -> None:
-    """Give `target` the values of `source`'s parameters and buffers (by key, else by order)."""
+RULE = ("Rule: the same state_dict keys, or else the same number of parameters and of buffers, "
+        "matched in registration order, each pair with the same number of elements (copied by "
+        "reshaping in row-major order when the shapes differ).")
+
+
+def copy_weights(source: torch.nn.Module, target: torch.nn.Module) -> str:
+    """Give `target` the values of `source`'s parameters and buffers (rule in the docstring);
+    returns the rule used, naming every pair copied by reshaping."""
     src_state, dst_state = source.state_dict(), target.state_dict()
     with torch.no_grad():
         if src_state.keys() == dst_state.keys():
-            pairs = [(k, src_state[k], dst_state[k]) for k in src_state]
+            used, pairs = "by state_dict key", [(k, src_state[k], dst_state[k]) for k in src_state]
         else:
+            used = "by registration order"
             pairs = _pairs_by_order("parameter", list(source.named_parameters()),
                                     list(target.named_parameters()))
             pairs += _pairs_by_order("buffer", list(source.named_buffers()), list(target.named_buffers()))
+        reshaped = []
         for key, src, dst in pairs:
+            if src.numel() != dst.numel():
+                raise JobFailure(Status.runtime_error, (
+                    f"cannot copy the reference's weights ({used}): {key} has shape "
+                    f"{list(src.shape)} ({src.numel()} elements) in Model but {list(dst.shape)} "
+                    f"({dst.numel()} elements) in ModelNew. {RULE}"))
             if src.shape != dst.shape:
-                raise JobFailure(Status.runtime_error, f"cannot copy the reference's weights: {key} has "
-                                 f"shape {list(src.shape)} in Model but {list(dst.shape)} in ModelNew")
-            dst.copy_(src)
+                reshaped.append(f"{key}: {list(src.shape)} -> {list(dst.shape)}")
+            dst.copy_(src.reshape(dst.shape))
+    if not pairs:
+        return "no parameters or buffers"
+    return used + (f", reshaped: {'; '.join(reshaped)}" if reshaped else ", same shapes")
 
 
 def _pairs_by_order(kind: str, src: list[tuple[str, torch.Tensor]],
@@ -109,8 +134,7 @@ def _pairs_by_order(kind: str, src: list[tuple[str, torch.Tensor]],
     if len(src) != len(dst):
         raise JobFailure(Status.runtime_error, (
             f"cannot copy the reference's weights: Model has {len(src)} {kind}s "
-            f"{_describe(src)} but ModelNew has {len(dst)} {_describe(dst)}. Rule: same state_dict "
-            "keys, or else the same parameters and buffers in the same order with the same shapes."))
+            f"{_describe(src)} but ModelNew has {len(dst)} {_describe(dst)}. {RULE}"))
     return [(f"{kind} {i} ({a} -> {b})", s, d) for i, ((a, s), (b, d)) in enumerate(zip(src, dst))]
 
 

@@ -90,7 +90,57 @@ def test_weights_are_copied_by_order_when_keys_differ(kit):
     assert report.status == Status.ok, report.message
 
 
-def test_weights_that_cannot_be_matched_are_a_clear_runtime_error(kit):
+def test_weights_that_cannot_be_matched_are_a_clear_runtime_error_stating_the_rule(kit):
+    report = kit.run("correct", LINEAR, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self, n_in, n_out):
+                super().__init__()
+                self.w = nn.Parameter(torch.empty(n_in, n_out + 1))   # another element count
+                self.b = nn.Parameter(torch.empty(n_out))
+            def forward(self, x):
+                return torch.relu(x @ self.w[:, :-1] + self.b)
+    """)
+    assert report.status == Status.runtime_error
+    assert "cannot copy the reference's weights" in report.message and "[64, 33]" in report.message
+    assert "same number of elements" in report.message and "reshaping" in report.message
+
+
+def test_weights_with_equal_element_counts_are_copied_by_reshaping_and_recorded(kit):
+    conv_bias = """
+        import torch, torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv2d(3, c, 3)
+                self.bias = nn.Parameter(torch.randn(c, 1, 1))
+            def forward(self, x):
+                return self.conv(x) + self.bias
+        def get_inputs():
+            return [torch.randn(2, 3, 10, 10)]
+        def get_init_inputs():
+            return [8]
+    """
+    report = kit.run("correct", conv_bias, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                # the reference's order: its own bias first, then conv.weight, conv.bias
+                self.bias = nn.Parameter(torch.empty(c))                # [C], not [C, 1, 1]
+                self.weight = nn.Parameter(torch.empty(c, 3 * 3 * 3))   # flattened filters
+                self.conv_bias = nn.Parameter(torch.empty(c))
+            def forward(self, x):
+                w = self.weight.view(-1, 3, 3, 3)
+                return torch.nn.functional.conv2d(x, w, self.conv_bias) + self.bias[:, None, None]
+    """)
+    assert report.status == Status.ok, report.message
+    rule = report.correctness.checks.weights
+    assert rule.startswith("by registration order, reshaped")
+    assert "[8, 3, 3, 3] -> [8, 27]" in rule and "[8, 1, 1] -> [8]" in rule
+
+
+def test_a_transposed_weight_layout_is_a_mismatch_that_names_the_reshape(kit):
     report = kit.run("correct", LINEAR, """
         import torch, torch.nn as nn
         class ModelNew(nn.Module):
@@ -101,8 +151,9 @@ def test_weights_that_cannot_be_matched_are_a_clear_runtime_error(kit):
             def forward(self, x):
                 return torch.relu(x @ self.w + self.b)
     """)
-    assert report.status == Status.runtime_error
-    assert "cannot copy the reference's weights" in report.message and "[64, 32]" in report.message
+    assert report.status == Status.mismatch
+    assert "copied by registration order, reshaped" in report.message
+    assert "[32, 64] -> [64, 32]" in report.message and "transposed" in report.message
 
 
 def test_integer_outputs_compare_exactly(kit):
