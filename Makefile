@@ -27,8 +27,15 @@ test: install
 gpu-test: install
 	$(BIN)/python -m pytest -q -m gpu
 
+# the GPU path on this host in one command (docs/gpu-validation.md): builds, GPU tests, timing
+# stability, throughput, Ray; results in $(GPU_CHECK_OUT). Needs no install: a GPU host's own python3
+# and the device bundle are enough.
+GPU_CHECK_OUT ?= gpu-check
+gpu-check:
+	$(if $(wildcard $(BIN)/python),$(BIN)/python,$(PY)) -m experiments.bench.gpu_check --out $(GPU_CHECK_OUT)
+
 # the packages a registry-less GPU host lacks, as one archive (docs/gpu-validation.md)
 device-bundle: install
 	$(BIN)/python -m experiments.bench.device_bundle --ray --out .device/site.tar.xz
 
-.PHONY: install demo test gpu-test device-bundle
+.PHONY: install demo test gpu-test gpu-check device-bundle

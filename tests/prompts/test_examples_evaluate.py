@@ -17,6 +17,7 @@ from prompts import example_source
 
 ADD = Problem(id="examples/add", level=1, number=0, name="add", source=example_source("reference"),
               origin="prompts/examples/add_reference.py")
+GPU_FIXTURES = [(ADD, example_source("cuda"), "cuda")]  # built first by `make gpu-check`
 QUICK = {"timing_trials": 5, "warmup": 1, "compile_baseline": False}
 
 

@@ -55,6 +55,7 @@ class ModelNew(nn.Module):
 SAME_STREAM = SIDE_STREAM.replace("with torch.cuda.stream(STREAM):", "if True:")
 
 
+@pytest.mark.timing
 def test_cuda_event_timing_is_sane(kit):
     report = kit.run("time", SCALE, "import torch.nn as nn\nclass ModelNew(nn.Module):\n"
                      "    def forward(self, x):\n        return x + x\n", backend="cuda",
@@ -67,6 +68,7 @@ def test_cuda_event_timing_is_sane(kit):
     assert report.environment.device.startswith("NVIDIA")
 
 
+@pytest.mark.timing
 def test_l2_flush_sends_reads_to_memory():
     from feedback.worker.clocks import CudaClock
 
@@ -96,6 +98,7 @@ def test_honest_candidate_on_cuda_passes_and_unwritten_output_reads_poison(kit):
     assert stale.status == Status.mismatch, stale.message
 
 
+@pytest.mark.timing
 def test_side_stream_work_is_inside_the_timed_window(kit):
     side = kit.run("time", CHAIN, SIDE_STREAM, backend="cuda", timing_trials=30)
     same = kit.run("time", CHAIN, SAME_STREAM, backend="cuda", timing_trials=30)

@@ -1,0 +1,367 @@
+"""`make gpu-check`: does the evaluator's GPU path hold on this host? One command, a few minutes.
+
+On a GPU host that has torch (and no package registry: the device bundle carries the rest), in
+this order, each section written to `--out` as soon as it finishes, so a time limit loses only
+the section it cut:
+
+1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
+2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
+   sharing one cache, before any test runs;
+3. tests: the GPU suite (`pytest -m gpu`) minus its timing-sensitive tests, several files at a
+   time (pytest-xdist, one file per worker) over the warm cache; then the timing-sensitive tests
+   (`-m "gpu and timing"`) alone on the machine, with no build competing for the CPU;
+4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+   --short`);
+5. throughput: a short throughput batch (`experiments.bench.throughput --short`);
+6. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`).
+
+It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
+writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
+`gpu-check.log` (every section's own output), each test phase's stream of outcomes
+(`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
+
+    python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
+
+Only the standard library is imported before the bundle is unpacked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
+LIMITS_S = {"build": 180, "tests": 240, "timing-tests": 60, "stability": 100,
+            "throughput": 150, "ray": 90}  # caps; the whole run stops at --budget-s
+QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
+
+
+class Check:
+    """The run's state: the summary written after every section, the deadline, the log."""
+
+    def __init__(self, out: Path, budget_s: float, env: dict[str, str]) -> None:
+        self.out = out
+        self.deadline = time.monotonic() + budget_s
+        self.env = env
+        self.log = out / "gpu-check.log"
+        self.summary: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                              "command": " ".join(["python -m experiments.bench.gpu_check",
+                                                   *sys.argv[1:]]),
+                              "budget_s": budget_s, "sections": {}}
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def record(self, name: str, result: dict) -> None:
+        self.summary["sections"][name] = result
+        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2))
+        (self.out / "summary.md").write_text(render_markdown(self.summary))
+        print(f"[gpu-check] {name}: {result.get('status')} in {result.get('seconds', 0):.0f} s",
+              flush=True)
+
+    def run(self, name: str, argv: list[str], limit_s: float) -> tuple[int | None, float]:
+        """Run one command with its output appended to the log; None as the exit code when it
+        ran past its limit (killed with its process group)."""
+        timeout = max(1.0, min(limit_s, self.left()))
+        start = time.monotonic()
+        with self.log.open("a") as log:
+            log.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
+            log.flush()
+            proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                code: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                code = None
+                log.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s\n")
+        return code, time.monotonic() - start
+
+
+def unpack_bundle(bundle: Path | None) -> list[str]:
+    """Unpack the device bundle where the project's packages are missing; the folders to put on
+    PYTHONPATH (none when everything imports already)."""
+    try:
+        import langgraph  # noqa: F401
+        import pydantic  # noqa: F401
+        return []
+    except ImportError:
+        pass
+    if bundle is None or not bundle.exists():
+        raise SystemExit("gpu-check: the project's packages are missing and there is no device "
+                         "bundle: run `make device-bundle` where pip works and carry .device/")
+    site = Path("/tmp/kernel-refine-site")
+    if not (site / ".unpacked").exists():
+        site.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(bundle) as tar:
+            tar.extractall(site, filter="fully_trusted")
+        (site / ".unpacked").touch()
+    sys.path.insert(0, str(site))
+    return [str(site)]
+
+
+def environment(check: Check) -> dict:
+    import torch
+
+    facts: dict = {"python": sys.version.split()[0], "torch": torch.__version__,
+                   "cuda": torch.version.cuda, "cores": os.cpu_count()}
+    try:
+        import triton
+        facts["triton"] = triton.__version__
+    except ImportError:
+        facts["triton"] = None
+    if torch.cuda.is_available():
+        facts["device"] = torch.cuda.get_device_name(0)
+        facts["gpus"] = torch.cuda.device_count()
+    facts["nvidia_smi"] = _first_line(["nvidia-smi", QUERY, "--format=csv,noheader"], first=True)
+    facts["nvcc"] = _first_line(["nvcc", "--version"], first=False)
+    facts["status"] = "passed" if torch.cuda.is_available() else "failed"
+    return facts
+
+
+def _first_line(argv: list[str], first: bool) -> str | None:
+    """The first (or last) line a tool prints, or None where it is missing."""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.strip().splitlines()
+    return (lines[0] if first else lines[-1]) if lines else None
+
+
+def build(check: Check, jobs: int) -> dict:
+    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from gpu_fixtures import gpu_fixtures
+
+    from feedback.compile import compile_candidate
+    from feedback.options import EvalOptions
+    from problems.spec import select
+
+    options = EvalOptions(device="cuda:0", compile_timeout_s=max(60, int(check.left())))
+    fixtures = gpu_fixtures()
+
+    def one(item) -> dict:
+        spec, code, backend = item
+        problem = select(spec).problems[0] if isinstance(spec, str) else spec
+        outcome = compile_candidate(problem, code, backend, options)
+        return {"problem": problem.id, "backend": backend, "status": outcome.status.value,
+                "seconds": round(outcome.seconds, 1), "cached": outcome.cached}
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        builds = list(pool.map(one, fixtures))
+    timeouts = [b for b in builds if b["status"] == "timeout"]
+    return {"status": "failed" if timeouts else "passed", "fixtures": len(builds),
+            "builds": builds, "cold": sum(not b["cached"] for b in builds)}
+
+
+def xdist_available() -> bool:
+    try:
+        import xdist  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def tests(check: Check, name: str, marker: str, workers: int, cache: Path) -> dict:
+    from experiments.bench import testlog
+
+    log = check.out / f"testlog-{name}.jsonl"
+    log.unlink(missing_ok=True)
+    argv = [sys.executable, "-m", "pytest", "-q", "-m", marker, "-p", "no:cacheprovider",
+            "-p", "experiments.bench.testlog", "tests"]
+    if workers > 1 and xdist_available():
+        argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
+    started = time.time()
+    check.env["KERNEL_REFINE_TESTLOG"] = str(log)
+    code, _ = check.run(name, argv, LIMITS_S[name])
+    files, failures, unfinished = testlog.read(log)
+    passed = sum(r["passed"] for r in files.values())
+    failed = sum(r["failed"] for r in files.values())
+    # builds that the fixture list missed: each cost a cold build inside a test
+    late = [p.parent.name for p in (cache / "build").glob("*/outcome.json")
+            if p.stat().st_mtime > started]
+    status = "timeout" if code is None else ("passed" if code in (0, 5) and not failed else "failed")
+    return {"status": status, "exit_code": code,
+            "summary": f"{passed} passed, {failed} failed"
+                       + (f", {len(unfinished)} not finished" if unfinished else ""),
+            "passed": passed, "failed": failed, "files": files, "failures": failures,
+            "unfinished": unfinished, "builds_during_tests": len(late)}
+
+
+def bench(check: Check, name: str, argv: list[str], result_file: Path,
+          figures: Callable[[dict], dict]) -> dict:
+    code, seconds = check.run(name, argv, LIMITS_S[name])
+    out: dict = {"status": "passed" if code == 0 else ("timeout" if code is None else "failed"),
+                 "exit_code": code, "seconds": round(seconds, 1)}
+    if result_file.exists():
+        try:
+            out.update(figures(json.loads(result_file.read_text())))
+        except (ValueError, KeyError, TypeError) as exc:
+            out["figures_error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def stability_figures(data: dict) -> dict:
+    kernels = data.get("kernels", [])
+    spreads = [k["spread_pct"] for k in kernels if k.get("spread_pct") is not None]
+    return {"kernels": [{k: row.get(k) for k in ("name", "median_ms", "evaluations", "spread_pct",
+                                                 "do_bench_ms")} for row in kernels],
+            "max_spread_pct": max(spreads) if spreads else None}
+
+
+def throughput_figures(data: dict) -> dict:
+    keys = ("candidates", "problems", "framework_per_hour", "kernelbench_per_hour",
+            "build_median_s", "device_s_per_candidate")
+    return {k: data.get(k) for k in keys}
+
+
+def render_markdown(summary: dict) -> str:
+    """The block for docs/gpu-validation.md."""
+    s = summary["sections"]
+    env = s.get("environment", {})
+    device = (f"- Device: {env.get('device')} ({env.get('nvidia_smi')}); torch {env.get('torch')} "
+              f"(CUDA {env.get('cuda')}), Triton {env.get('triton')}, {env.get('nvcc')}, Python "
+              f"{env.get('python')}, {env.get('cores')} cores.")
+    lines = [f"## {summary['date'][:10]} — `make gpu-check`", "", device,
+             f"- Command: `{summary['command']}`", ""]
+    if "build" in s:
+        b = s["build"]
+        built = (f"- Fixtures built first: {b.get('fixtures')} ({b.get('cold')} cold) in "
+                 f"{b.get('seconds', 0):.0f} s: {b['status']}.")
+        lines += [built, ""]
+    rows = []
+    for name in ("tests", "timing-tests"):
+        part = s.get(name)
+        if not part:
+            continue
+        lines.append(f"- `{name}`: **{part.get('summary', part.get('reason', part.get('error')))}** in "
+                     f"{part['seconds']:.0f} s ({part['status']}; builds during the tests: "
+                     f"{part.get('builds_during_tests')})")
+        rows += [(f, r) for f, r in part.get("files", {}).items()]
+    if rows:
+        lines += ["", "| test file | passed | failed | skipped | seconds |",
+                  "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {f} | {r['passed']} | {r['failed']} | {r['skipped']} | {r['seconds']} |"
+                  for f, r in rows]
+    for name in ("tests", "timing-tests"):
+        for fail in s.get(name, {}).get("failures", []):
+            first = fail["message"].strip().splitlines()[:1] or [""]
+            lines.append(f"- FAILED `{fail['test']}`: {first[0][:300]}")
+    lines.append("")
+    if "stability" in s:
+        st = s["stability"]
+        lines.append(f"- Timing stability (short form): {st['status']}, largest spread "
+                     f"{st.get('max_spread_pct')}% over {len(st.get('kernels', []))} kernels")
+        for k in st.get("kernels", []):
+            lines.append(f"  - {k['name']}: median {k['median_ms']} ms, {k['evaluations']} "
+                         f"evaluations, spread {k['spread_pct']}%, do_bench {k['do_bench_ms']} ms")
+    if "throughput" in s:
+        t = s["throughput"]
+        lines.append(f"- Throughput (short form): {t['status']}, {t.get('candidates')} candidates "
+                     f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
+                     f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
+                     f"{t.get('build_median_s')} s")
+    if "ray" in s:
+        lines.append(f"- Ray GPU smoke sweep: {s['ray']['status']} in {s['ray']['seconds']:.0f} s")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(summary: dict) -> None:
+    s = summary["sections"]
+    print(f"\n{'test file':58s} {'passed':>6s} {'failed':>6s} {'seconds':>8s}")
+    for name in ("tests", "timing-tests"):
+        for f, r in s.get(name, {}).get("files", {}).items():
+            print(f"{f[-58:]:58s} {r['passed']:6d} {r['failed']:6d} {r['seconds']:8.1f}")
+    for name in ("tests", "timing-tests"):
+        if name in s:
+            print(f"{name}: {s[name].get('summary', s[name].get('reason', s[name].get('error')))} "
+                  f"({s[name]['status']}, {s[name]['seconds']:.0f} s)")
+            for fail in s[name].get("failures", []):
+                print(f"  FAILED {fail['test']}")
+            for node in s[name].get("unfinished", []):
+                print(f"  NOT FINISHED {node}")
+    if "stability" in s:
+        print(f"stability: max spread {s['stability'].get('max_spread_pct')}% "
+              f"({s['stability']['status']})")
+    if "throughput" in s:
+        t = s["throughput"]
+        print(f"throughput: {t.get('framework_per_hour')}/h framework, "
+              f"{t.get('kernelbench_per_hour')}/h KernelBench flow ({t['status']})")
+    if "ray" in s:
+        print(f"ray smoke: {s['ray']['status']} ({s['ray']['seconds']:.0f} s)")
+    print("sections: " + ", ".join(f"{k}={v.get('status')}" for k, v in s.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the results")
+    parser.add_argument("--bundle", type=Path, default=REPO / ".device" / "site.tar.xz",
+                        help="device bundle to unpack when the project's packages are missing")
+    parser.add_argument("--budget-s", type=float, default=540, help="wall-clock budget (9 min)")
+    parser.add_argument("--build-jobs", type=int, default=8, help="concurrent fixture builds")
+    parser.add_argument("--test-workers", type=int, default=6, help="pytest-xdist workers")
+    parser.add_argument("--skip", action="append", default=[], choices=SECTIONS,
+                        help="leave a section out (repeatable)")
+    args = parser.parse_args(argv)
+
+    extra_path = unpack_bundle(args.bundle)
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache = Path(os.environ.get("KERNEL_REFINE_CACHE", "/tmp/kernel-refine-gpu-check-cache"))
+    os.environ["KERNEL_REFINE_CACHE"] = str(cache)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("CUDA_HOME", "/usr/local/cuda")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [*extra_path, str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    os.environ["PYTHONUNBUFFERED"] = "1"
+    check = Check(args.out, args.budget_s, dict(os.environ))
+    py = sys.executable
+
+    def section(name: str, fn: Callable[[], dict]) -> None:
+        if name in args.skip:
+            return
+        if check.left() < 5:
+            check.record(name, {"status": "skipped", "seconds": 0, "reason": "no time left"})
+            return
+        start = time.monotonic()
+        try:
+            result = fn()
+        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+            result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        result["seconds"] = round(time.monotonic() - start, 1)
+        check.record(name, result)
+
+    section("environment", lambda: environment(check))
+    section("build", lambda: build(check, args.build_jobs))
+    section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache))
+    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache))
+    stability_json = args.out / "stability.json"
+    section("stability", lambda: bench(
+        check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
+                             "--out", str(stability_json)], stability_json, stability_figures))
+    throughput_json = args.out / "throughput.json"
+    section("throughput", lambda: bench(
+        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                              "--out", str(throughput_json)], throughput_json, throughput_figures))
+    section("ray", lambda: bench(
+        check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+                       "--executor", "ray", "--out", "/tmp/kernel-refine-gpu-check-runs"],
+        Path("/nonexistent"), lambda d: {}))
+    print_table(check.summary)
+    bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

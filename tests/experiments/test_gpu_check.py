@@ -1,0 +1,85 @@
+"""`make gpu-check`'s parts that need no GPU: the streamed test log, the time limit, the summary
+written section by section."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from experiments.bench import gpu_check, testlog
+
+REPO = Path(__file__).resolve().parents[2]
+
+SAMPLE = '''
+import pytest
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup broke")
+
+def test_passes():
+    assert True
+
+def test_fails():
+    assert 1 == 2, "one is not two"
+
+@pytest.mark.skip(reason="not here")
+def test_skipped():
+    pass
+
+def test_setup_error(broken):
+    pass
+'''
+
+
+def test_the_plugin_streams_every_outcome_and_read_counts_them(tmp_path):
+    (tmp_path / "test_sample.py").write_text(SAMPLE)
+    log = tmp_path / "log.jsonl"
+    env = {**os.environ, "KERNEL_REFINE_TESTLOG": str(log), "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "experiments.bench.testlog",
+                    "-p", "no:cacheprovider", "-o", "addopts=", str(tmp_path / "test_sample.py")],
+                   cwd=tmp_path, env=env, capture_output=True, timeout=120, check=False)
+    files, failures, unfinished = testlog.read(log)
+    (row,) = files.values()
+    assert (row["passed"], row["failed"], row["skipped"]) == (1, 2, 1)
+    names = {f["test"].split("::")[1]: f for f in failures}
+    assert set(names) == {"test_fails", "test_setup_error"}
+    assert "one is not two" in names["test_fails"]["message"]
+    assert names["test_setup_error"]["when"] == "setup" and "setup broke" in \
+        names["test_setup_error"]["message"]
+    assert unfinished == []
+
+
+def test_a_test_still_running_at_the_kill_is_reported_unfinished(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"nodeid": "tests/a.py::test_x", "when": "start"}) + "\n"
+                   + json.dumps({"nodeid": "tests/a.py::test_y", "when": "start"}) + "\n"
+                   + json.dumps({"nodeid": "tests/a.py::test_y", "when": "call",
+                                 "outcome": "passed", "duration": 1.5}) + "\n")
+    files, _, unfinished = testlog.read(log)
+    assert files["tests/a.py"]["passed"] == 1 and unfinished == ["tests/a.py::test_x"]
+
+
+def test_a_command_past_its_limit_is_killed_with_its_children(tmp_path):
+    check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
+    start = time.monotonic()
+    code, _ = check.run("sleep", [sys.executable, "-c",
+                                        "import subprocess; subprocess.run(['sleep', '30'])"], 1.0)
+    assert code is None and time.monotonic() - start < 10
+    assert "killed at its limit" in (tmp_path / "gpu-check.log").read_text()
+
+
+def test_each_section_is_written_as_it_finishes(tmp_path):
+    skip = [a for s in gpu_check.SECTIONS if s not in ("environment", "timing-tests")
+            for a in ("--skip", s)]
+    # no GPU here: the timing tests are all skipped (exit code 5 or 0), the environment fails
+    code = gpu_check.main(["--out", str(tmp_path), "--budget-s", "120", *skip])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert list(summary["sections"]) == ["environment", "timing-tests"]
+    assert summary["sections"]["environment"]["torch"]
+    assert summary["sections"]["environment"]["status"] == "failed" and code == 1
+    assert "make gpu-check" in (tmp_path / "summary.md").read_text()
