@@ -26,6 +26,32 @@ Grid = Mapping[tuple[str, int, int], Attempt]
 """Attempts of one run keyed like the store: (problem id, trajectory or sample index, turn)."""
 
 NOT_COMPILED = {Status.static_reject, Status.compile_error}
+TIMING_FIELDS = ("runtime", "eager", "compiled", "speedup_eager", "speedup_compile", "noise")
+"""The fields of a result a confirmation timing replaces (experiments/confirm.py)."""
+
+
+class ConfirmedGrid(dict):
+    """A grid whose selected kernels may have confirmation timings, keyed like the grid: the
+    selection reads the stored measurements, the published speedups read the confirmations."""
+
+    def __init__(self, attempts: Mapping, confirmations: Mapping | None = None) -> None:
+        super().__init__(attempts)
+        self.confirmations = dict(confirmations or {})
+
+
+def confirmed(attempt: Attempt | None, grid: Grid) -> Attempt | None:
+    """`attempt` with its timing taken from its confirmation in `grid`, when there is one."""
+    confirmations = getattr(grid, "confirmations", None)
+    if attempt is None or attempt.result is None or not confirmations:
+        return attempt
+    c = attempt.candidate
+    again = confirmations.get((c.problem_id, c.index, c.turn))
+    if again is None:
+        return attempt
+    timing = {f: getattr(again, f) for f in TIMING_FIELDS}
+    if again.status != Status.ok:  # the fresh evaluation failed: no speedup is published
+        timing = {f: None for f in TIMING_FIELDS}
+    return attempt.model_copy(update={"result": attempt.result.model_copy(update=timing)})
 MISSING = "missing"
 NO_CODE = "no_code"
 
@@ -79,14 +105,35 @@ def compiled(attempt: Attempt | None) -> bool:
         attempt.result.status not in NOT_COMPILED
 
 
-def is_fast(attempt: Attempt | None, p: float, baseline: Baseline = "eager") -> bool:
-    """fast_p for one kernel: correct, and for p > 0 a *measured* speedup strictly above p."""
+def speedup_interval(attempt: Attempt | None, baseline: Baseline = "eager"
+                     ) -> tuple[float, float] | None:
+    """The speedup's interval from the measured noise: s / (1 + e) to s * (1 + e), where e
+    combines the candidate's and the baseline's noise (each its between-evaluation variation
+    estimated inside the evaluation: feedback/worker/sampling.py) as sqrt(e_new^2 + e_base^2).
+    None when the speedup was not measured; a noise that was not measured counts as 0."""
+    s = speedup(attempt, baseline)
+    if s is None:
+        return None
+    r = attempt.result
+    base = r.eager if baseline == "eager" else r.compiled
+    e = math.hypot(r.noise or 0.0, (base.noise if base is not None else None) or 0.0)
+    return s / (1 + e), s * (1 + e)
+
+
+def is_fast(attempt: Attempt | None, p: float, baseline: Baseline = "eager",
+            lower: bool = False) -> bool:
+    """fast_p for one kernel: correct, and for p > 0 a *measured* speedup strictly above p;
+    with `lower`, the low end of its noise interval (`speedup_interval`) above p, so a decision
+    that lies within the noise does not count."""
     if p < 0:
         raise ValueError(f"p must be >= 0, got {p}")
     if not is_correct(attempt):
         return False
     if p == 0:
         return True
+    if lower:
+        bounds = speedup_interval(attempt, baseline)
+        return bounds is not None and bounds[0] > p
     s = speedup(attempt, baseline)
     return s is not None and s > p
 
@@ -131,7 +178,9 @@ def final_kernels(grid: Grid, layout: Layout, noise_margin: float = 0.0,
     """The kernel each trajectory (refine) or problem (sample, index 0) ends with.
 
     Refinement: best-so-far of each trajectory after `upto` turns (default all). Sampling: the
-    fastest correct of the first `upto` samples, as a user keeping the best of k would.
+    fastest correct of the first `upto` samples, as a user keeping the best of k would. Selected
+    on the stored measurements; returned with their confirmation timings where the grid has them
+    (`ConfirmedGrid`), so a published speedup is never the maximum of the draws it was picked on.
     """
     out: dict[tuple[str, int], Attempt | None] = {}
     for p in layout.problems:
@@ -143,7 +192,7 @@ def final_kernels(grid: Grid, layout: Layout, noise_margin: float = 0.0,
             k = layout.indices if upto is None else upto
             out[(p, 0)] = best_of([grid[(p, i, 0)] for i in range(k) if (p, i, 0) in grid],
                                   noise_margin)
-    return out
+    return {key: confirmed(a, grid) for key, a in out.items()}
 
 
 # ----------------------------------------------------------------------------- estimators
@@ -219,32 +268,35 @@ def fast_p(best: Mapping[str, Attempt | None], p: float, baseline: Baseline = "e
 
 
 def fast_p_at_n(grid: Grid, layout: Layout, n: int, p: float, baseline: Baseline = "eager",
-                noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0) -> Score:
-    """Refinement: per trajectory, is the best-so-far after N turns fast_p; mean over
-    trajectories per problem, then over problems."""
+                noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0,
+                lower: bool = False) -> Score:
+    """Refinement: per trajectory, is the best-so-far after N turns fast_p (`lower`: on its
+    interval's low end); mean over trajectories per problem, then over problems."""
     finals = final_kernels(grid, layout, noise_margin, upto=n)
-    per = {q: float(np.mean([is_fast(finals[(q, i)], p, baseline)
+    per = {q: float(np.mean([is_fast(finals[(q, i)], p, baseline, lower)
                              for i in range(layout.indices)])) for q in layout.problems}
     return summarize(per, resamples, seed)
 
 
 def fast_p_at_k(grid: Grid, layout: Layout, k: int, p: float, baseline: Baseline = "eager",
-                resamples: int = 1000, seed: int = 0) -> Score:
-    """Sampling: unbiased chance that one of k samples is fast_p; n = samples asked for (the
-    missing ones are failures), NaN for every problem when n < k."""
+                resamples: int = 1000, seed: int = 0, lower: bool = False) -> Score:
+    """Sampling: unbiased chance that one of k samples is fast_p (`lower`: on the interval's low
+    end); n = samples asked for (the missing ones are failures), NaN for every problem when n < k."""
     per = {}
     for q in layout.problems:
-        c = sum(is_fast(grid.get((q, i, 0)), p, baseline) for i in range(layout.indices))
+        c = sum(is_fast(grid.get((q, i, 0)), p, baseline, lower) for i in range(layout.indices))
         per[q] = unbiased_at_k(layout.indices, c, k)
     return summarize(per, resamples, seed)
 
 
 def fast_p_final(grid: Grid, layout: Layout, p: float, baseline: Baseline = "eager",
-                 noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0) -> Score:
+                 noise_margin: float = 0.0, resamples: int = 1000, seed: int = 0,
+                 lower: bool = False) -> Score:
     """fast_p at a run's whole budget: fast_p@N at N = turns, or fast_p@k at k = samples."""
     if layout.mode == "refine":
-        return fast_p_at_n(grid, layout, layout.turns, p, baseline, noise_margin, resamples, seed)
-    return fast_p_at_k(grid, layout, layout.indices, p, baseline, resamples, seed)
+        return fast_p_at_n(grid, layout, layout.turns, p, baseline, noise_margin, resamples, seed,
+                           lower)
+    return fast_p_at_k(grid, layout, layout.indices, p, baseline, resamples, seed, lower)
 
 
 def geomean_speedup(kernels: Mapping[tuple[str, int], Attempt | None],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agent.records import Attempt, RunRecord
 from agent.store import RunStore
-from experiments.metrics import Grid, Layout
+from experiments.metrics import ConfirmedGrid, Grid, Layout
 
 _LEVEL = re.compile(r"level(\d+)")
 
@@ -120,6 +120,9 @@ def load_run(path: Path) -> Run:
     extra = sorted(set(grid) - set(layout.asked()))
     if extra:
         more.append(f"{len(extra)} stored attempts lie outside the asked-for grid and are ignored")
+    from experiments.confirm import load_confirmations
+
+    grid = ConfirmedGrid(grid, load_confirmations(Path(path)))
     return Run(Path(path), record, layout, grid, levels, tuple(notes + more), why is None)
 
 

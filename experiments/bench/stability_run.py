@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-
 from concurrent.futures import ThreadPoolExecutor
 
 from experiments.bench.stability_suite import BuildLoad, kernels

@@ -136,3 +136,29 @@ def test_bootstrap_is_seeded_and_brackets_the_mean():
     assert s1.low < s1.value < s1.high
     constant = m.summarize({"a": 1.0, "b": 1.0})
     assert (constant.low, constant.high) == (1.0, 1.0)
+
+
+def test_speedup_interval_and_fast_p_beyond_noise(attempt):
+    a = attempt(eager=1.05, noise=0.1)  # the baseline's noise unmeasured: counts as 0
+    low, high = m.speedup_interval(a)
+    assert low == pytest.approx(1.05 / 1.1) and high == pytest.approx(1.05 * 1.1)
+    assert m.is_fast(a, 1.0) and not m.is_fast(a, 1.0, lower=True)  # within the noise
+    sure = attempt(eager=1.5, noise=0.1)
+    assert m.is_fast(sure, 1.0, lower=True)
+    assert m.speedup_interval(attempt(status="mismatch")) is None
+
+
+def test_published_speedups_of_selected_kernels_come_from_their_confirmation(attempt):
+    from experiments.metrics import ConfirmedGrid
+
+    picked = attempt("level1/1_a", 0, 0, eager=1.2)  # selected on a lucky 1.2x
+    layout = m.Layout("refine", ("level1/1_a",), 1, 1)
+    plain = {("level1/1_a", 0, 0): picked}
+    again = attempt("level1/1_a", 0, 0, eager=0.9).result  # the separate confirmation timing
+    grid = ConfirmedGrid(plain, {("level1/1_a", 0, 0): again})
+    assert m.fast_p_at_n(plain, layout, 1, 1.0, resamples=0).value == 1.0
+    assert m.fast_p_at_n(grid, layout, 1, 1.0, resamples=0).value == 0.0
+    final = m.final_kernels(grid, layout)[("level1/1_a", 0)]
+    assert m.speedup(final) == 0.9 and grid[("level1/1_a", 0, 0)].result.speedup_eager == 1.2
+    failed = ConfirmedGrid(plain, {("level1/1_a", 0, 0): attempt(status="timeout").result})
+    assert m.speedup(m.final_kernels(failed, layout)[("level1/1_a", 0)]) is None
