@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from feedback.result import Status
+from feedback.worker.cputime import task_ids
 from feedback.worker.errors import JobFailure
 from feedback.worker.inputs import tensors
 
@@ -121,6 +122,7 @@ class ThreadCount:
     def __init__(self) -> None:
         self.python = threading.active_count()
         self.os = os_threads()
+        self.tids = task_ids()  # the threads that are not the candidate's (cputime.py)
         self.children = len(child_processes())
 
     def check(self, when: str, processes: bool = True) -> None:

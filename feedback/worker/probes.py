@@ -19,12 +19,12 @@ without touching the timed window:
   it takes to move the median); a probe's output must match the reference on those inputs, must
   not change after return (deferred work), the inputs must be untouched, and (policy `glue` or
   `strict`) the candidate's own compiled code must run (owncode.py);
-- on the cpp backend, the CPU time of threads other than the caller's during the timed calls:
-  work on extra threads (std::thread, an OpenMP team, torch.set_num_threads raised behind the
-  harness's back) makes the host clock flatter than the reference's single-threaded measurement,
-  so more than `cpu_threads - 1 + CPU_SLACK` cores' worth of it is refused. Measured as process
-  CPU time minus the calling thread's, so it holds however busy the machine is (the extra threads
-  must burn their CPU time somewhere).
+- on the cpp backend, the CPU time of threads the candidate started during the timed calls:
+  work on threads of its own (std::thread, an OpenMP team, torch.set_num_threads raised behind
+  the harness's back) makes the host clock flatter than the reference's measurement, so more than
+  `CPU_SLACK` cores' worth of it is refused. Measured per thread (cputime.py): only threads that
+  did not exist when the candidate was imported count, so torch's own pool, an idle library pool
+  and the machine's load never charge an honest kernel, however fast it is.
 
 The last `input_sets` outputs are also re-checked after the loop (timing.py, `_recheck`).
 """
@@ -32,7 +32,7 @@ The last `input_sets` outputs are also re-checked after the loop (timing.py, `_r
 from __future__ import annotations
 
 import secrets
-from time import perf_counter, process_time, thread_time
+from time import perf_counter
 from typing import Any
 
 import torch
@@ -40,13 +40,15 @@ import torch
 from feedback.policy import own_code_violation
 from feedback.result import Status
 from feedback.worker import devices, guards, inputs
+from feedback.worker.cputime import NewThreadTime
 from feedback.worker.errors import JobFailure, candidate_error
 from feedback.worker.harness import Harness, call_reference, check_integrity
 from feedback.worker.tolerance import compare
 
 PROBES = 8
-CPU_SLACK = 0.25
-"""Cores' worth of other threads' CPU time, above `cpu_threads - 1`, tolerated (clock noise)."""
+CPU_SLACK = 0.1
+"""Cores' worth of CPU time on threads the candidate started, tolerated (a thread that only
+starts and joins)."""
 MIN_WALL_S = 0.02
 """Below this much timed wall time the CPU-time ratio is noise and is not judged."""
 
@@ -68,7 +70,9 @@ class TimingGuard:
         self.probe_at = {total} | set(_one_per_stratum(warmup, total, PROBES))
         self.stride = max(1, -(-(total - warmup) // PROBES))
         self.beyond: dict[int, int] = {}
-        self.others_s = self.wall_s = 0.0
+        self.new_s = self.wall_s = 0.0
+        threads = h.threads if h is not None else None
+        self.cpu = NewThreadTime(threads.tids) if threads is not None else None
 
     def is_probe(self, call: int) -> bool:
         """Whether a probe precedes timed sample `call` (one per block beyond `total`)."""
@@ -114,12 +118,17 @@ class TimingGuard:
                              f"{verdict.message}")
 
     def timed(self, run: Any) -> tuple[float, Any]:
-        """`run()` (the clock's timed call), with other threads' CPU time and the wall time
-        around it accounted."""
-        cpu, mine, wall = process_time(), thread_time(), perf_counter()
+        """`run()` (the clock's timed call), with the CPU time of threads the candidate started
+        and the wall time around it accounted (a call cputime.py cannot measure is left out)."""
+        if self.cpu is not None:
+            self.cpu.start()
+        wall = perf_counter()
         result = run()
-        self.others_s += (process_time() - cpu) - (thread_time() - mine)
-        self.wall_s += perf_counter() - wall
+        elapsed = perf_counter() - wall
+        spent = self.cpu.stop() if self.cpu is not None else None
+        if spent is not None:
+            self.new_s += spent
+            self.wall_s += elapsed
         return result
 
     def final(self, k: int, buffers: list[Any], seeds: list[int], held: list[Any]) -> None:
@@ -135,10 +144,10 @@ class TimingGuard:
         """The CPU-time check of the module docstring (cpp only)."""
         if self.h.device.type != "cpu" or self.wall_s < MIN_WALL_S:
             return
-        extra = self.others_s / self.wall_s
-        if extra > cpu_threads - 1 + CPU_SLACK:
+        extra = self.new_s / self.wall_s
+        if extra > CPU_SLACK:
             raise JobFailure(Status.guard_violation, (
-                f"work on other threads: during the timed calls other threads burnt {extra:.1f} CPU "
-                f"cores' worth of time while the evaluation allows {cpu_threads} CPU cores in all "
-                "(threads or an OpenMP team of your own make the host clock unfair); use the "
-                "threads torch gives you"))
+                f"work on threads of its own: during the timed calls threads the candidate started "
+                f"burnt {extra:.2f} CPU cores' worth of time (std::thread, an OpenMP team or a "
+                "raised torch thread count make the host clock unfair); compute on the calling "
+                f"thread and the {cpu_threads} thread(s) torch gives you"))
