@@ -14,6 +14,7 @@ from collections import Counter
 from rich.console import Console
 from rich.table import Table
 
+from problems import checking
 from problems.inputs import describe_inputs
 from problems.module import ProblemLoadError
 from problems.record import Problem
@@ -27,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
     listing.add_argument("spec", nargs="?", default="suite:",
                          help=f"problem spec (default suite:); forms: {', '.join(FORMS)}")
     listing.add_argument("--size", default=None, help="size preset for the shapes, e.g. small")
+    checking.add_parser(commands)  # `check SPEC`: degeneracy tests (problems/checking.py)
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return checking.run(args)
 
     # Wide when piped, so ids and shapes stay on one line for grep and for tests.
     console = Console() if sys.stdout.isatty() else Console(width=200)
