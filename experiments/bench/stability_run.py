@@ -32,6 +32,7 @@ def _pct(value: float | None) -> float | None:
 def run_suite(args: argparse.Namespace) -> int:
     from feedback.compile import compile_candidate, locate
     from feedback.evaluate import evaluate
+    from feedback.job import standby_workers
     from feedback.options import EvalOptions
     from feedback.result import Status
 
@@ -57,20 +58,21 @@ def run_suite(args: argparse.Namespace) -> int:
     rows: dict[str, list[dict]] = {k.name: [] for k, *_ in items}
     start, result = time.monotonic(), None
     try:
-        for i in range(args.n):
-            for k, problem, opts, code in items:
-                result = evaluate(problem, code, args.backend, opts)
-                run = result.runtime
-                rows[k.name].append({"status": result.status.value,
-                                     "median_ms": run.median_ms if run else None,
-                                     "noise": result.noise, "speedup_eager": result.speedup_eager,
-                                     "samples": run.n if run else None,
-                                     "calls_per_sample": run.calls_per_sample if run else None,
-                                     "sm_clock_mhz": run.sm_clock_mhz if run else None})
-                print(f"{k.name} run {i}: {result.status.value} median={rows[k.name][-1]['median_ms']} "
-                      f"ms noise={result.noise} speedup={result.speedup_eager} "
-                      f"samples={rows[k.name][-1]['samples']}x{rows[k.name][-1]['calls_per_sample']} "
-                      f"{result.message[:200]}", flush=True)
+        with standby_workers():  # as sweeps run them: the next job's worker starts early
+            for i in range(args.n):
+                for k, problem, opts, code in items:
+                    result = evaluate(problem, code, args.backend, opts)
+                    run = result.runtime
+                    rows[k.name].append({"status": result.status.value,
+                                         "median_ms": run.median_ms if run else None,
+                                         "noise": result.noise, "speedup_eager": result.speedup_eager,
+                                         "samples": run.n if run else None,
+                                         "calls_per_sample": run.calls_per_sample if run else None,
+                                         "sm_clock_mhz": run.sm_clock_mhz if run else None})
+                    print(f"{k.name} run {i}: {result.status.value} median={rows[k.name][-1]['median_ms']} "
+                          f"ms noise={result.noise} speedup={result.speedup_eager} "
+                          f"samples={rows[k.name][-1]['samples']}x{rows[k.name][-1]['calls_per_sample']} "
+                          f"{result.message[:200]}", flush=True)
     finally:
         finished = load.stop() if load else 0
     timed_s = time.monotonic() - start
