@@ -1,21 +1,31 @@
 """What `agent.refine` and `agent.sample` share at the command line: errors, exit codes, the table.
 
-Exit codes: 0 all trajectories finished; 1 some ended with an error (the rest are stored and a
-`--resume` retries them); 2 a usage problem (no model, bad problem spec, bad option); 130 Ctrl-C.
+Exit codes: 0 all trajectories finished (or `--check` / `--dry-run` found nothing wrong); 1 some
+ended with an error (the rest are stored and a `--resume` retries them); 2 a usage problem (no
+model, bad option, a failed preflight: missing key, toolchain, problems, output folder), one
+line each; 130 Ctrl-C.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Literal
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from agent.llm import LLMError
+from agent.preflight import PreflightError
 from agent.progress import refine_table, sample_table
-from agent.runner import Mode, Outcome, execute
+from agent.runner import Mode, Outcome, execute, run_settings
 from agent.settings import RefineSettings, RunSettings
 from agent.store import RunStore
+from problems.cli import user_error
+
+Action = Literal["run", "check", "plan"]
+FLAGS = {"llm_args": "--llm-arg", "eval_options": "--eval-option"}
+"""Settings fields whose flag is not `--field-name`."""
 
 
 def print_summary(outcome: Outcome, console: Console | None = None) -> None:
@@ -37,12 +47,23 @@ def print_summary(outcome: Outcome, console: Console | None = None) -> None:
                       highlight=False)
 
 
-def run_cli(make_settings: Callable[[], RunSettings], mode: Mode) -> int:
-    """Build the settings, run, print the summary; turn known errors into clear messages."""
+def run_cli(make_settings: Callable[[], RunSettings], mode: Mode, action: Action = "run") -> int:
+    """Build the settings, then run (`run`), preflight only (`check`) or print the plan (`plan`);
+    known errors become one clear line each."""
     try:
-        outcome = execute(make_settings(), mode)
+        settings = make_settings()
+        if action != "run":
+            return _check(settings, mode) if action == "check" else _plan(settings, mode)
+        outcome = execute(settings, mode)
+    except PreflightError as e:
+        for line in e.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except ValidationError as e:  # a bad option value: its flag, not pydantic's text
+        print(f"error: {user_error(e, FLAGS)}", file=sys.stderr)
+        return 2
     except (ValueError, LLMError, FileNotFoundError, FileExistsError) as e:
-        # set-up errors: no model (MissingModelError), bad spec, bad option, unreadable replay
+        # set-up errors: no model (MissingModelError), bad option, unreadable replay or run dir
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -51,3 +72,19 @@ def run_cli(make_settings: Callable[[], RunSettings], mode: Mode) -> int:
         return 130
     print_summary(outcome)
     return 1 if outcome.failed else 0
+
+
+def _check(settings: RunSettings, mode: Mode) -> int:
+    from agent.check import check_run, describe
+
+    print("\n".join(describe(check_run(run_settings(settings, mode)))))
+    return 0
+
+
+def _plan(settings: RunSettings, mode: Mode) -> int:
+    from agent.plan import describe, plan_run
+    from agent.preflight import select_problems
+
+    settings = run_settings(settings, mode)
+    print("\n".join(describe(plan_run(settings, select_problems(settings.problems)), settings)))
+    return 0

@@ -7,7 +7,11 @@ handed to the same call as litellm's `mock_response`, so tests and demos run the
 Failures split in two. Transient ones (rate limits, timeouts, connection errors, 5xx) are
 retried with exponential backoff and jitter; fatal ones (authentication, bad request, context
 window, model not found) fail at once with a `FatalLLMError` naming the model and the reason,
-because retrying them only burns time and money.
+because retrying them only burns time and money. Fatal is decided by the error's class, its
+text (litellm reports a key the client refused to send as a 500) and its HTTP status.
+
+What a preflight asks of the model lives here too: the credentials litellm says it needs
+(`missing_credentials`), its provider, limits and prices (`model_facts`), token counts.
 """
 
 from __future__ import annotations
@@ -25,14 +29,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch pri
 import litellm
 import structlog
 import tenacity
+from litellm.litellm_core_utils.exception_mapping_utils import ExceptionCheckers
+from litellm.utils import should_retry
 
 from agent.records import Usage
 from agent.replay import ReplayBook, ReplayError, ReplayKey
 
 litellm.suppress_debug_info = True
 
-__all__ = ["Completion", "ContextWindowError", "FatalLLMError", "LLMClient", "LLMError", "ReplayKey",
-           "RetriesExhaustedError", "make_client", "parse_llm_args", "resolve_model"]
+__all__ = ["Completion", "ContextWindowError", "FatalLLMError", "LLMClient", "LLMError",
+           "ModelFacts", "ReplayKey", "RetriesExhaustedError", "count_tokens", "make_client",
+           "missing_credentials", "model_facts", "parse_llm_args", "resolve_model"]
 
 MODEL_ENV = "KERNEL_REFINE_MODEL"
 REPLAY_PREFIX = "replay:"
@@ -80,23 +87,46 @@ _FATAL_REASONS: tuple[tuple[type[Exception], str], ...] = (
     (litellm.UnprocessableEntityError, "the provider rejected the request as malformed"),
     (litellm.BadRequestError, "bad request: the provider rejected the request"),
 )
+_FATAL_STATUS = {401: _FATAL_REASONS[1][1], 403: _FATAL_REASONS[2][1], 404: _FATAL_REASONS[3][1],
+                 413: "the request is too large for the provider"}
+_CONTEXT_REASON = _FATAL_REASONS[0][1]
+# litellm wraps a key the client library refused before sending (no OPENAI_API_KEY) as an
+# InternalServerError (500), and some proxies answer a bad key with a 5xx: the text tells.
+_CREDENTIAL_MARKERS = ("missing credentials", "api key", "api_key", "unauthorized",
+                       "authentication")
 _TRANSIENT = (litellm.RateLimitError, litellm.Timeout, litellm.APIConnectionError,
               litellm.ServiceUnavailableError, litellm.InternalServerError,
               litellm.BadGatewayError, asyncio.TimeoutError)
 
 
-def _fatal_reason(error: BaseException) -> str | None:
-    return next((reason for kind, reason in _FATAL_REASONS if isinstance(error, kind)), None)
+def _fatal(error: BaseException) -> tuple[type[FatalLLMError], str] | None:
+    """(error kind, reason) when no retry can fix ERROR, whatever class litellm gave it."""
+    if isinstance(error, litellm.ContextWindowExceededError):
+        return ContextWindowError, _CONTEXT_REASON
+    reason = next((reason for kind, reason in _FATAL_REASONS if isinstance(error, kind)), None)
+    if reason is not None:
+        return FatalLLMError, reason
+    if isinstance(error, (litellm.RateLimitError, litellm.Timeout, asyncio.TimeoutError)):
+        return None
+    text = str(error).lower()
+    if ExceptionCheckers.is_error_str_context_window_exceeded(text):
+        return ContextWindowError, _CONTEXT_REASON
+    if any(marker in text for marker in _CREDENTIAL_MARKERS):
+        return FatalLLMError, "credentials missing or rejected: check the provider's API key"
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and not should_retry(status):
+        return FatalLLMError, _FATAL_STATUS.get(status, _FATAL_REASONS[5][1])
+    return None
 
 
 def is_transient(error: BaseException) -> bool:
     """True for errors worth retrying: rate limits, timeouts, connection errors, 5xx."""
-    if _fatal_reason(error) is not None:
+    if _fatal(error) is not None:
         return False
     if isinstance(error, _TRANSIENT):
         return True
     status = getattr(error, "status_code", None)
-    return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
+    return isinstance(status, int) and should_retry(status)
 
 
 def _retry_after_s(error: BaseException | None) -> float | None:
@@ -197,10 +227,9 @@ class LLMClient:
         if isinstance(error, LLMError):
             return error
         detail = f"{type(error).__name__}: {str(error).strip()[:600]}"
-        reason = _fatal_reason(error)
-        if reason is not None:
-            kind = (ContextWindowError if isinstance(error, litellm.ContextWindowExceededError)
-                    else FatalLLMError)
+        fatal = _fatal(error)
+        if fatal is not None:
+            kind, reason = fatal
             return kind(f"model {self.model!r}: {reason} ({detail})")
         if is_transient(error):
             if isinstance(error, asyncio.TimeoutError):
@@ -288,16 +317,58 @@ def make_client(model: str | None, *, llm_args: dict[str, Any] | None = None,
                      backoff_max_s=backoff_max_s, replay=replay)
 
 
-def _check_provider(model: str, args: dict[str, Any]) -> None:
-    """Fail before the first turn, not at it, when litellm cannot route MODEL."""
+def _check_provider(model: str, args: dict[str, Any]) -> str:
+    """MODEL's provider; fails before the first turn, not at it, when litellm cannot route it."""
     try:
-        litellm.get_llm_provider(model, custom_llm_provider=args.get("custom_llm_provider"),
-                                 api_base=args.get("api_base"))
+        return litellm.get_llm_provider(model, custom_llm_provider=args.get("custom_llm_provider"),
+                                        api_base=args.get("api_base"))[1]
     except Exception as e:  # litellm raises several kinds here
         raise FatalLLMError(
             f"model {model!r}: litellm cannot tell which provider serves it; write provider/model"
             " (e.g. 'openai/gpt-4o', or 'hosted_vllm/NAME' with api_base=http://HOST:PORT/v1 "
             f"for a local server) ({type(e).__name__})") from e
+
+
+def missing_credentials(model: str, llm_args: dict[str, Any] | None = None) -> list[str]:
+    """The environment variables litellm says MODEL needs and finds unset (none for replay,
+    none when LLM_ARGS give what they would hold: api_key, api_base, api_version)."""
+    if model.startswith(REPLAY_PREFIX):
+        return []
+    args = llm_args or {}
+    report = litellm.validate_environment(model=model, api_key=args.get("api_key"),
+                                          api_base=args.get("api_base"),
+                                          api_version=args.get("api_version"))
+    return [] if report.get("keys_in_environment") else list(report.get("missing_keys") or [])
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What litellm's table knows of a model; None where it does not say."""
+
+    provider: str | None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    input_usd_per_token: float | None = None
+    output_usd_per_token: float | None = None
+
+
+def model_facts(model: str, llm_args: dict[str, Any] | None = None) -> ModelFacts:
+    """MODEL's provider, token limits and prices (replay: no provider, nothing known)."""
+    if model.startswith(REPLAY_PREFIX):
+        return ModelFacts(provider=None)
+    provider = _check_provider(model, llm_args or {})
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 (not in the table: a local or new model, limits unknown)
+        return ModelFacts(provider)
+    return ModelFacts(provider, info.get("max_input_tokens"), info.get("max_output_tokens"),
+                      info.get("input_cost_per_token"), info.get("output_cost_per_token"))
+
+
+def count_tokens(model: str, messages: list[dict[str, str]]) -> int:
+    """Prompt tokens of MESSAGES by litellm's tokenizer for MODEL (a generic one if unknown)."""
+    name = REPLAY_LITELLM_MODEL if model.startswith(REPLAY_PREFIX) else model
+    return litellm.token_counter(model=name, messages=messages)
 
 
 def parse_llm_args(items: list[str] | None) -> dict[str, Any]:

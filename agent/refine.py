@@ -2,6 +2,8 @@
 
     python -m agent.refine --model MODEL --problems suite:level1 --feedback G+E+P --turns 10
     python -m agent.refine --resume runs/<run dir>      # continue a killed run
+    python -m agent.refine --check ...                  # preflight + one tiny completion
+    python -m agent.refine --dry-run ...                # the plan and its most spend
     python -m agent.refine --draw                       # the graph, as Mermaid
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agent.settings import RefineSettings, RunSettings
+from problems.cli import CLIParser, checked
 
 
 def run(settings: RefineSettings, *, llm=None, evaluator=None) -> Path:
@@ -55,6 +58,14 @@ def common_arguments(parser: argparse.ArgumentParser) -> None:
     add("--noise-margin", "noise_margin", type=float)
     add("--executor", "executor", choices=["local", "ray"])
     add("--ray-address", "ray_address", metavar="auto|HOST:PORT")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--check", dest="action", action="store_const", const="check",
+                      default="run", help="Check only: model credentials (and one minimal "
+                      "completion from a hosted model), toolchain, problems, output folder; "
+                      "say what a run would use.")
+    what.add_argument("--dry-run", dest="action", action="store_const", const="plan",
+                      help="Print the plan (problems, trajectories or samples, turns, the most "
+                      "LLM calls and tokens, evaluator settings) and call nothing.")
 
 
 def settings_from(args: argparse.Namespace, cls: type[RunSettings]) -> RunSettings:
@@ -68,14 +79,21 @@ def settings_from(args: argparse.Namespace, cls: type[RunSettings]) -> RunSettin
     return cls(**given)
 
 
+def _feedback_mode(text: str) -> str:
+    from agent.conversation import FeedbackMode
+
+    return str(FeedbackMode.parse(text))
+
+
 def main(argv: list[str] | None = None) -> int:
     from agent.cli import run_cli
 
-    parser = argparse.ArgumentParser(prog="python -m agent.refine", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CLIParser(prog="python -m agent.refine", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     common_arguments(parser)
     fields = RefineSettings.model_fields
-    parser.add_argument("--feedback", help=fields["feedback"].description)
+    parser.add_argument("--feedback", type=checked(_feedback_mode), metavar="G|G+E|G+E+P",
+                        help=fields["feedback"].description)
     parser.add_argument("--turns", type=int, help=fields["turns"].description)
     parser.add_argument("--history", choices=["last", "all"], help=fields["history"].description)
     parser.add_argument("--trajectories", type=int, help=fields["trajectories"].description)
@@ -88,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(make_graph().get_graph().draw_mermaid())
         return 0
-    return run_cli(lambda: settings_from(args, RefineSettings), "refine")
+    return run_cli(lambda: settings_from(args, RefineSettings), "refine", args.action)
 
 
 if __name__ == "__main__":

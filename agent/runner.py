@@ -24,6 +24,7 @@ from agent.context import Context
 from agent.gates import EvalGates, GateStats
 from agent.graph import make_graph, recursion_limit
 from agent.logs import bind_trajectory, logging_to
+from agent.preflight import preflight
 from agent.progress import RunProgress
 from agent.provenance import hardware_facts, make_record
 from agent.settings import RefineSettings, RunSettings, SampleSettings
@@ -40,10 +41,6 @@ PER_SESSION = ("resume", "concurrency", "log_format", "executor", "ray_address")
 (a run started on one machine may be finished on a Ray cluster), never what it measures."""
 
 
-class ProblemSpecError(ValueError):
-    """The problem spec selected nothing, or named something that does not load."""
-
-
 @dataclass
 class Outcome:
     """How a run ended: where it is stored, and which trajectories failed (and why)."""
@@ -56,20 +53,6 @@ class Outcome:
     """The scheduler's account of each evaluator gate (`agent.gates`): calls, busy, waits."""
 
 
-def select_problems(spec: str) -> list[Problem]:
-    """The problems a spec names; any error is a ProblemSpecError listing every bad part."""
-    from problems.spec import select
-
-    try:
-        selection = select(spec)
-    except Exception as e:  # the spec parser's own message is the useful part
-        raise ProblemSpecError(f"problem spec {spec!r}: {e}") from e
-    if selection.errors or not selection.problems:
-        lines = "\n  ".join(selection.errors) or "it matches no problem"
-        raise ProblemSpecError(f"problem spec {spec!r}:\n  {lines}")
-    return list(selection.problems)
-
-
 def _turns(settings: RunSettings) -> int:
     return settings.turns if isinstance(settings, RefineSettings) else 1
 
@@ -78,23 +61,35 @@ def _indices(settings: RunSettings) -> int:
     return settings.k if isinstance(settings, SampleSettings) else settings.trajectories
 
 
-def _open(settings: RunSettings, mode: Mode) -> tuple[RunSettings, RunStore, list[Problem]]:
+def run_settings(settings: RunSettings, mode: Mode) -> RunSettings:
+    """The settings a run would use: a resumed run's stored ones (with this session's
+    `PER_SESSION` settings), else SETTINGS resolved; creates nothing."""
+    if settings.resume is None:
+        return settings.resolved()
+    record = RunStore.open(settings.resume).record()
+    if record.mode != mode:
+        raise ValueError(f"{settings.resume} is a {record.mode} run, not a {mode} run")
+    return type(settings).model_validate(
+        {**record.config, **{name: getattr(settings, name) for name in PER_SESSION}})
+
+
+def _open(settings: RunSettings, mode: Mode, *, check_model: bool = True,
+          check_toolchain: bool = True) -> tuple[RunSettings, RunStore, list[Problem]]:
     """Reload a stored run (its settings win) or create a new run directory.
 
-    The problems are selected first, so a bad spec fails before anything is created.
+    The preflight runs first (`agent.preflight`), so a missing key, toolchain or problem fails
+    before anything is created or stored. CHECK_MODEL / CHECK_TOOLCHAIN are off for an
+    injected LLM client / evaluator.
     """
     from prompts import template_hashes
 
+    checks = {"model": check_model, "toolchain": check_toolchain}
     if settings.resume is not None:
-        store = RunStore.open(settings.resume)
-        record = store.record()
-        if record.mode != mode:
-            raise ValueError(f"{settings.resume} is a {record.mode} run, not a {mode} run")
-        stored = type(settings).model_validate(
-            {**record.config, **{name: getattr(settings, name) for name in PER_SESSION}})
-        return stored, store, select_problems(stored.problems)
+        stored = run_settings(settings, mode)
+        found = preflight(stored, **checks, writable=stored.resume).raise_failures()
+        return stored, RunStore.open(stored.resume), found.problems
     settings = settings.resolved()
-    problems = select_problems(settings.problems)
+    problems = preflight(settings, **checks).raise_failures().problems
     path = new_run_dir(settings.out, f"{mode}_{settings.name}")
     record = make_record(path.name, mode, settings.model_dump(mode="json"), template_hashes())
     return settings, RunStore.create(path, record), problems
@@ -186,7 +181,8 @@ def execute(settings: RunSettings, mode: Mode, *, llm=None, evaluator=None,
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     asked = settings
-    settings, store, problems = _open(settings, mode)
+    settings, store, problems = _open(settings, mode, check_model=llm is None,
+                                      check_toolchain=evaluator is None)
     with logging_to(settings.log_format, store.path / LOG):
         if asked.resume is not None:
             _warn_on_resume(asked, settings, store)

@@ -17,6 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from agent.refine import common_arguments, settings_from
 from agent.settings import SampleSettings
+from problems.cli import CLIParser
 
 
 def run(settings: SampleSettings, *, llm=None, evaluator=None) -> Path:
@@ -29,12 +30,12 @@ def run(settings: SampleSettings, *, llm=None, evaluator=None) -> Path:
 def main(argv: list[str] | None = None) -> int:
     from agent.cli import run_cli
 
-    parser = argparse.ArgumentParser(prog="python -m agent.sample", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CLIParser(prog="python -m agent.sample", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     common_arguments(parser)
     parser.add_argument("--k", type=int, help=SampleSettings.model_fields["k"].description)
     args = parser.parse_args(argv)
-    return run_cli(lambda: settings_from(args, SampleSettings), "sample")
+    return run_cli(lambda: settings_from(args, SampleSettings), "sample", args.action)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from feedback.executor import Executor
 from feedback.options import Backend
@@ -106,8 +113,13 @@ class RunSettings(BaseModel):
     @classmethod
     def _known_options(cls, value: dict[str, Any]) -> dict[str, Any]:
         from feedback.options import EvalOptions
+        from problems.cli import user_error
 
-        EvalOptions(**value)  # unknown names and bad values fail here, before any run starts
+        try:
+            EvalOptions(**value)  # unknown names and bad values fail here, before any run starts
+        except ValidationError as e:  # one line per option, not pydantic's text
+            fields = EvalOptions.model_fields
+            raise ValueError(user_error(e, flags=str, known=fields)) from None
         return value
 
 

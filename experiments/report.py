@@ -20,6 +20,7 @@ from experiments.budget import budget_at, spend
 from experiments.document import Block, Heading, Image, Table, Text, to_html, to_markdown
 from experiments.runs import Run, load_run
 from experiments.tables import fmt_score
+from problems.cli import CLIParser
 
 P_TABLE = (0.0, 0.5, 1.0, 1.5, 2.0)
 P_CURVE = tuple(round(0.1 * i, 1) for i in range(31))
@@ -268,14 +269,19 @@ def build(run_dirs: Sequence[Path], out: Path, stats: Stats = Stats()) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CLIParser(prog="python -m experiments.report", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="Run directories.")
     parser.add_argument("--out", type=Path, required=True, help="Report folder (created).")
     parser.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples.")
     parser.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
     args = parser.parse_args(argv)
-    path = build(args.runs, args.out, Stats(args.resamples, args.seed))
+    if args.resamples < 1:
+        parser.error(f"argument --resamples: must be at least 1, got {args.resamples}")
+    try:
+        path = build(args.runs, args.out, Stats(args.resamples, args.seed))
+    except (FileNotFoundError, ValueError) as e:  # not a run directory, an unreadable run
+        parser.fail(e)
     print(f"wrote {path} and {path.with_suffix('.html')}")
     return 0
 

@@ -3,6 +3,9 @@
     python -m experiments.sweep experiments/configs/feedback_ablation.yaml [--out DIR] [--dry-run]
         [--executor local|ray] [--ray-address auto|HOST:PORT]
 
+Before any run starts, every run is preflighted (settings, model credentials, toolchain,
+problems, output folder: `experiments.sweep_plan`); a failure is one line and exit status 2.
+
 Every run gets a name made only from its own settings, so re-running a sweep finds its runs again:
 a finished run is skipped, an interrupted one is resumed (the agent never redoes a stored turn), a
 missing one is started. `budget_match: true` gives sampling k = N for every refinement N, and the
@@ -25,7 +28,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.preflight import PreflightError
+from experiments.sweep_plan import plan_table, preflight_sweep
 from feedback.executor import ExecutorError, check_executor
+from problems.cli import CLIParser, user_error
 
 INDEX = "sweep.json"
 IGNORED_WHEN_MATCHING = {"concurrency", "log_format", "llm_timeout_s", "name", "out", "resume",
@@ -234,18 +240,23 @@ def budget_table(entries: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CLIParser(prog="python -m experiments.sweep", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", type=Path, help="Sweep YAML file.")
     parser.add_argument("--out", type=Path, help="Output folder (default: the file's `out`, "
                         "else runs/<name>).")
-    parser.add_argument("--dry-run", action="store_true", help="Print the plan, run nothing.")
+    parser.add_argument("--dry-run", action="store_true", help="Print the plan (every run's "
+                        "problems, trajectories or k, turns, the most LLM calls and tokens, "
+                        "evaluator settings) and run nothing.")
     parser.add_argument("--executor", choices=["local", "ray"], help="Where every run's "
                         "evaluations run (wins over `settings.executor`; docs/scaling.md).")
     parser.add_argument("--ray-address", metavar="auto|HOST:PORT", help="Ray cluster for "
                         "--executor ray (wins over `settings.ray_address`).")
     args = parser.parse_args(argv)
-    config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
+    try:
+        config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
+    except (OSError, yaml.YAMLError, ValueError) as e:
+        parser.fail(ValueError(f"{args.config}: {user_error(e, flags=str)}"))
     out = args.out or config.out or Path("runs") / config.name
     placement = {k: v for k, v in (("executor", args.executor),
                                    ("ray_address", args.ray_address)) if v is not None}
@@ -253,15 +264,25 @@ def main(argv: list[str] | None = None) -> int:
         config = config.model_copy(update={"settings": {**config.settings, **placement}})
     try:
         check_executor(config.settings.get("executor", "local"), config.settings.get("ray_address"))
+        plan = expand(config)
+        checked = preflight_sweep(plan, execute(plan, out, dry_run=True), out)
     except ExecutorError as e:
         parser.error(str(e))
-    entries = execute(expand(config), out, dry_run=args.dry_run)
+    except PreflightError as e:
+        for line in e.lines:
+            print(f"{parser.prog}: error: {line}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        parser.fail(e, flags=str)
+    if args.dry_run:
+        print(plan_table(checked))
+        return 0
+    entries = execute(plan, out)
     print(budget_table(entries))
     failed = [e for e in entries if e["error"]]
     for e in failed:
         print(f"failed: {e['name']}: {e['error']}", file=sys.stderr)
-    if not args.dry_run:
-        print(f"index: {out / INDEX}")
+    print(f"index: {out / INDEX}")
     return 1 if failed else 0
 
 

@@ -10,7 +10,6 @@ CLI: python -m feedback.evaluate PROBLEM CANDIDATE.py --backend {cuda,triton,cpp
 
 from __future__ import annotations
 
-import argparse
 import os
 import queue
 import re
@@ -37,6 +36,7 @@ from feedback.messages import clean_message
 from feedback.options import Backend, EvalOptions
 from feedback.result import EvalResult, Status
 from feedback.static import render, screen
+from problems.cli import CLIParser
 from problems.record import Problem
 from problems.spec import SpecError, select
 
@@ -301,8 +301,7 @@ def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI; exit 0 whenever an evaluation was produced, 2 for bad arguments."""
-    parser = argparse.ArgumentParser(prog="python -m feedback.evaluate", description=__doc__.split(
-        "\n")[0])
+    parser = CLIParser(prog="python -m feedback.evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("problem", help="PROBLEM.py, or a spec naming one problem (suite:level1/19)")
     parser.add_argument("candidate", type=Path, help="the candidate's Python file")
     parser.add_argument("--backend", required=True, choices=["cuda", "triton", "cpp"])
@@ -332,7 +331,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = {"device": args.device, "size": args.size, "tolerance": args.tolerance,
              "profile": args.profile or None, "timing_trials": args.timing_trials,
              "run_timeout_s": args.run_timeout, "cache_dir": args.cache_dir}
-    options = EvalOptions(**{k: v for k, v in given.items() if v is not None})
+    try:
+        options = EvalOptions(**{k: v for k, v in given.items() if v is not None})
+    except ValueError as e:  # pydantic's ValidationError: one line naming the flag
+        parser.fail(e, flags={"timing_trials": "--timing-trials", "run_timeout_s": "--run-timeout"})
     result = evaluate(problem, args.candidate.read_text(), args.backend, options)
     print(result.model_dump_json() if args.json else result.summary())
     return 0

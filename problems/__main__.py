@@ -7,7 +7,6 @@ loaded, 1 when none did, 2 for a spec that names nothing.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 
@@ -15,19 +14,23 @@ from rich.console import Console
 from rich.table import Table
 
 from problems import checking
+from problems.cli import CLIParser
 from problems.inputs import describe_inputs
+from problems.listing import print_json
 from problems.module import ProblemLoadError
 from problems.record import Problem
 from problems.spec import FORMS, SpecError, select
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m problems", description=__doc__.splitlines()[0])
+    parser = CLIParser(prog="python -m problems", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="list the problems a spec selects")
     listing.add_argument("spec", nargs="?", default="suite:",
                          help=f"problem spec (default suite:); forms: {', '.join(FORMS)}")
     listing.add_argument("--size", default=None, help="size preset for the shapes, e.g. small")
+    listing.add_argument("--json", action="store_true", help="print a JSON array (id, level, "
+                         "name, tags, inputs, sizes); load errors go to stderr")
     checking.add_parser(commands)  # `check SPEC`: degeneracy tests (problems/checking.py)
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -40,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         console.print(f"error: {exc}", markup=False, highlight=False)
         return 2
+    if args.json:
+        return print_json(selection, args.size)
 
     table = Table(title=f"{args.spec} ({args.size or 'default'} size)")
     for column in ("id", "level", "name", "tags", "inputs"):

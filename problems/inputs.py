@@ -24,10 +24,24 @@ def describe_inputs(problem: Problem, size: str | None = None) -> list[str]:
         ProblemLoadError: the module does not load.
         Exception: whatever `get_inputs()` raises on the meta device (callers show it as unknown).
     """
+    return [describe_value(x) for x in meta_inputs(problem, size)]
+
+
+def meta_inputs(problem: Problem, size: str | None = None) -> list[Any]:
+    """`get_inputs()` run on the meta device: tensors with shapes and dtypes, no storage.
+
+    Raises as `describe_inputs` does.
+    """
     module = load_module(problem, size)
     with torch.device("meta"):
-        inputs = module.get_inputs()
-    return [describe_value(x) for x in inputs]
+        return list(module.get_inputs())
+
+
+def input_record(value: Any) -> dict[str, Any]:
+    """`{"dtype": "f32", "shape": [2, 3]}` for a tensor, `{"value": repr}` for anything else."""
+    if isinstance(value, torch.Tensor):
+        return {"dtype": describe_value(value).split("[")[0], "shape": list(value.shape)}
+    return {"value": describe_value(value)}
 
 
 def describe_value(value: Any) -> str:

@@ -15,6 +15,7 @@ from agent.refine import main as refine_main
 from agent.sample import main as sample_main
 
 ROOT = Path(__file__).resolve().parents[2]
+DEMO = "replay:experiments/demo/demo.jsonl"
 
 
 def cli(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -58,10 +59,35 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, monkeypatch):
     assert "not a run directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("main, args, needles", [
+    (refine_main, ["--feedback", "G+X"], ["--feedback", "'G+X'", "G, G+E, G+E+P"]),
+    (refine_main, ["--turns", "0"], ["--turns 0", "greater than or equal to 1"]),
+    (refine_main, ["--history", "some"], ["--history", "'last', 'all'"]),
+    (sample_main, ["--backend", "gpu"], ["--backend", "'cuda', 'triton', 'cpp'"]),
+    (sample_main, ["--log-format", "xml"], ["--log-format", "'console', 'json'"]),
+    (sample_main, ["--k", "0"], ["--k 0", "greater than or equal to 1"]),
+    (sample_main, ["--eval-option", "timing_trials=0"], ["--eval-option", "timing_trials 0"]),
+    (refine_main, ["--eval-option", "no_such=1"], ["--eval-option", "no_such", "timing_trials"]),
+    (refine_main, ["--noise-margin", "-1"], ["--noise-margin -1", "greater than or equal to 0"]),
+])
+def test_a_bad_flag_value_is_one_line_naming_the_flag(main, args, needles, capsys, tmp_path):
+    try:
+        code = main(["--dry-run", "--model", DEMO, "--problems", "suite:level1/19",
+                     "--out", str(tmp_path / "runs"), *args])  # --dry-run: nothing ever runs
+    except SystemExit as e:  # argparse's own checks exit from parse_args
+        code = e.code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert "error" in lines[0] and all(n in lines[0] for n in needles), lines[0]
+    assert "pydantic" not in err and "Traceback" not in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_options_map_onto_the_settings(monkeypatch):
     seen = {}
 
-    def fake_run_cli(make_settings, mode):
+    def fake_run_cli(make_settings, mode, action="run"):
         seen["settings"], seen["mode"] = make_settings(), mode
         return 0
 

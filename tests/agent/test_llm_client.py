@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agent.fake_server import FakeOpenAIServer, Reply
+from agent.fake_server import CONTEXT_MESSAGE, FakeOpenAIServer, Reply
 from agent.llm import (
     ContextWindowError,
     FatalLLMError,
@@ -19,6 +19,8 @@ from agent.llm import (
     ReplayKey,
     RetriesExhaustedError,
     make_client,
+    missing_credentials,
+    model_facts,
     parse_llm_args,
     resolve_model,
 )
@@ -37,7 +39,7 @@ def complete(server: FakeOpenAIServer, **kw):
     return asyncio.run(client(server, **kw).complete(MESSAGES, key=KEY))
 
 
-@pytest.mark.parametrize("status", [429, 500, 503])
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503])
 def test_transient_error_is_retried_then_succeeds(status):
     with FakeOpenAIServer([Reply.http_error(status), Reply.ok("fine now")]) as server:
         completion = complete(server)
@@ -60,6 +62,53 @@ def test_fatal_error_fails_at_once_naming_model_and_reason(reply, reason):
     assert server.request_count == 1
     assert "openai/fake-model" in str(caught.value) and reason in str(caught.value)
     assert isinstance(caught.value, ContextWindowError) == (reason == "context window")
+
+
+@pytest.mark.parametrize("reply, kind, reason", [
+    (Reply.http_error(500, CONTEXT_MESSAGE), ContextWindowError, "context window"),
+    (Reply.http_error(500, "Incorrect API key provided: sk-fake."), FatalLLMError, "credentials"),
+    (Reply.http_error(403, "This key may not use the model."), FatalLLMError, "permission"),
+    (Reply.http_error(413, "Body exceeds the server limit."), FatalLLMError, "too large"),
+])
+def test_fatal_error_wrapped_as_another_class_is_not_retried(reply, kind, reason):
+    """litellm maps these to InternalServerError (a 5xx) or a bare APIError: still fatal."""
+    with (
+        FakeOpenAIServer([reply], default=Reply.ok("never reached")) as server,
+        pytest.raises(kind, match=reason),
+    ):
+        complete(server)
+    assert server.request_count == 1
+
+
+def test_missing_api_key_fails_at_once_without_a_request(monkeypatch):
+    """No OPENAI_API_KEY: the openai client refuses to send and litellm calls it a 500."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer() as server:
+        llm = LLMClient("openai/fake-model", llm_args={"api_base": server.api_base},
+                        max_retries=3, backoff_initial_s=1.0)
+        start = time.monotonic()
+        with pytest.raises(FatalLLMError, match="credentials.*OPENAI_API_KEY"):
+            asyncio.run(llm.complete(MESSAGES, key=KEY))
+    assert server.request_count == 0 and time.monotonic() - start < 1.0
+
+
+def test_missing_credentials_names_the_variables_litellm_asks_for(monkeypatch):
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert missing_credentials("openai/gpt-4o") == ["OPENAI_API_KEY"]
+    assert missing_credentials("anthropic/claude-sonnet-4-5") == ["ANTHROPIC_API_KEY"]
+    assert missing_credentials("openai/gpt-4o", {"api_key": "sk-given"}) == []
+    assert missing_credentials("replay:experiments/demo/demo.jsonl") == []
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert missing_credentials("openai/gpt-4o") == []
+
+
+def test_model_facts_come_from_litellm_table():
+    facts = model_facts("openai/gpt-4o")
+    assert facts.provider == "openai" and facts.max_input_tokens and facts.max_output_tokens
+    assert facts.input_usd_per_token and facts.output_usd_per_token
+    local = model_facts("hosted_vllm/mine", {"api_base": "http://127.0.0.1:1/v1"})
+    assert local.provider == "hosted_vllm" and local.max_input_tokens is None
 
 
 def test_persistent_5xx_gives_up_after_max_retries():

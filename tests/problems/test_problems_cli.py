@@ -51,3 +51,23 @@ def test_errors_follow_the_table_and_set_the_exit_code(kernelbench_root: Path,
 
     assert main(["list", "no/such/place"]) == 2
     assert "accepted forms" in capsys.readouterr().out
+
+
+def test_json_listing_is_an_array_of_problems_with_inputs_and_sizes(capsys):
+    import json
+
+    assert main(["list", "suite:level1/19,suite:level2/1", "--json", "--size", "small"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [p["id"] for p in listed] == ["level1/19_relu", "level2/1_gemm_bias_relu"]
+    relu = listed[0]
+    assert (relu["level"], relu["name"], relu["size"]) == (1, "relu", "small")
+    assert "elementwise" in relu["tags"] and relu["sizes"]["small"] == {"BATCH": 16, "DIM": 1024}
+    assert relu["inputs"] == [{"dtype": "f32", "shape": [16, 1024]}]
+
+
+def test_a_bad_subcommand_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["lst"])
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and "\n" not in err
+    assert "invalid choice: 'lst'" in err and "'list'" in err
