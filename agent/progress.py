@@ -31,11 +31,12 @@ THRESHOLDS = (0.0, 1.0, 2.0)
 class RunProgress:
     """Rich progress bars: one for the run, one per trajectory in flight."""
 
-    def __init__(self, total: int, *, enabled: bool = True):
+    def __init__(self, total: int, *, enabled: bool = True, done: int = 0,
+                 label: str = "attempts"):
         self._progress = Progress(
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=Console(stderr=True), transient=True, disable=not enabled)
-        self._overall = self._progress.add_task("attempts", total=total)
+        self._overall = self._progress.add_task(label, total=total, completed=done)
 
     def __enter__(self) -> Self:
         self._progress.start()
@@ -58,6 +59,10 @@ class RunProgress:
 
     def finish(self, task: TaskID) -> None:
         self._progress.remove_task(task)
+
+    def step(self, description: str) -> None:
+        """One item of a batch without trajectories finished: advance the run's bar only."""
+        self._progress.update(self._overall, advance=1, description=description)
 
 
 def _fast(attempt: Attempt | None, p: float) -> bool:
