@@ -90,11 +90,13 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on `path` (created if needed) for the block."""
+def locked(path: Path, shared: bool = False) -> Iterator[None]:
+    """Hold an advisory lock on `path` (created if needed) for the block: exclusive, or `shared`
+    with other shared holders (never with an exclusive one). Threads count apart: each call
+    opens the file anew."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:

@@ -3,7 +3,8 @@
 Every stage that runs candidate code runs it in a fresh sandboxed child (`python -m
 feedback.worker JOB.json`) and trusts only the report file that child leaves, so a crash, hang,
 exit or forged result is a status, never an exception here. Device jobs hold a per-device lock
-(threads and processes alike), so two timings never overlap on one GPU.
+(threads and processes alike): a timing or profile has the GPU to itself, so nothing else runs on
+it while one is measured; correctness jobs hold the lock shared and may overlap each other.
 
 CLI: python -m feedback.evaluate PROBLEM CANDIDATE.py --backend {cuda,triton,cpp} [--json]
 """

@@ -290,7 +290,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
            device_lock: Path | None = None) -> JobRun:
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
-    and processes. A GPU child sees only GPU `gpu_index`, as `cuda:0`. With
+    and processes: a time or profile job holds it alone, correctness jobs hold it shared. A GPU child sees only GPU `gpu_index`, as `cuda:0`. With
     `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
     priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
@@ -316,7 +316,10 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                         result_path=str(scratch / "result.json"),
                         nonce=digest(secrets.token_hex(16), kind, role)[:32],
                         cores=list(place.device) if place and kind == "time" else None)
-        with locked(device_lock) if device_lock else contextlib.nullcontext():
+        # timing and profiling have the device to themselves; correctness jobs may share it
+        # with each other (their verdicts do not depend on time), never with a timing
+        shared = kind == "correct"
+        with locked(device_lock, shared) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)
             return run_job(job, env=spec.env(scratch), timeout_s=timeout_s, gpu=gpu,

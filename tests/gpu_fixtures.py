@@ -29,7 +29,15 @@ def gpu_fixtures() -> list[tuple[object, str, str]]:
         (relu, candidates.cuda_candidate(source=candidates.BROKEN_CUDA), "cuda"),
         (relu, gpu_corpus.cuda_candidate("return ops.relu(x)"), "cuda"),
     ]
-    return found + _more() + _transcript(HERE.parent / "experiments" / "demo" / "cuda_relu.jsonl")
+    return (found + _more() + _transcript(HERE.parent / "experiments" / "demo" / "cuda_relu.jsonl")
+            + _stability())
+
+
+def _stability() -> list[tuple[object, str, str]]:
+    """The CUDA kernels of the timing-stability short form (its build load is C++ of its own)."""
+    from experiments.bench.stability_suite import kernels
+
+    return [(k.problem()[0], k.code("cuda"), "cuda") for k in kernels("cuda", short=True)]
 
 
 def _transcript(path: Path) -> list[tuple[object, str, str]]:

@@ -12,11 +12,18 @@ import os
 from pathlib import Path
 
 FAILURE_CHARS = 3000
+_WORKER = False
+
+
+def pytest_configure(config):
+    """An xdist worker writes nothing: its reports reach the controller, which writes them."""
+    global _WORKER
+    _WORKER = hasattr(config, "workerinput")
 
 
 def _write(row: dict) -> None:
     path = os.environ.get("KERNEL_REFINE_TESTLOG")
-    if path:
+    if path and not _WORKER:
         with open(path, "a") as log:
             log.write(json.dumps(row) + "\n")
 

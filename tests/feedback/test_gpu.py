@@ -57,7 +57,7 @@ def test_every_case_gets_its_status(batch):
 def test_correct_kernel_is_timed_with_cuda_events_and_baselines(batch):
     backend, results = batch
     r = results["relu"]
-    assert r.runtime.clock == "cuda_events" and r.runtime.n == 20
+    assert r.runtime.clock == "cuda_events" and 20 <= r.runtime.n <= 80  # grown until sure
     assert r.speedup_eager is not None and r.eager.clock == "cuda_events"
     assert r.environment.device.startswith("NVIDIA") and r.environment.driver
     assert r.roofline is not None and r.roofline.sol_ms is not None and not r.roofline.suspicious

@@ -79,7 +79,7 @@ def test_correct_kernel_is_ok_and_timed(results):
     r = result(results, "ok")
     assert r.status == Status.ok and r.stage is None, r.message
     assert r.correctness.trials_passed == r.correctness.trials >= 5
-    assert r.runtime.n == 20 and r.runtime.clock == "host_wall" and r.runtime.median_ms > 0
+    assert 20 <= r.runtime.n <= 80 and r.runtime.clock == "host_wall" and r.runtime.median_ms > 0
     assert r.eager is not None and r.speedup_eager == pytest.approx(
         r.eager.median_ms / r.runtime.median_ms)
     assert (r.speedup_compile is None) == (r.compiled is None)

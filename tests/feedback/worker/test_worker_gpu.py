@@ -62,7 +62,7 @@ def test_cuda_event_timing_is_sane(kit):
                      timing_trials=100, warmup=5)
     assert report.status == Status.ok, report.message
     t = report.timing
-    assert t.clock == "cuda_events" and t.n == 100
+    assert t.clock == "cuda_events" and 100 <= t.n <= 400  # grown until the median is sure
     assert 0 < t.min_ms <= t.median_ms <= t.max_ms < 50
     assert report.noise is not None and report.noise < 0.5
     assert report.environment.device.startswith("NVIDIA")
@@ -112,7 +112,7 @@ def test_cuda_and_triton_kernels_count_as_the_candidates_own(kit, relu, cache_di
     from feedback.compile import compile_candidate, locate
 
     options = EvalOptions(size="small", cache_dir=cache_dir)
-    for backend, code, kernel in (("cuda", cuda_candidate(), "relu_kernel"),
+    for backend, code, kernel in (("cuda", cuda_candidate(), "map_kernel"),
                                   ("triton", triton_candidate(), "relu_kernel")):
         built = compile_candidate(relu, code, backend, options)
         assert built.status == Status.ok, built.message
@@ -138,7 +138,7 @@ def test_illegal_memory_access_is_a_runtime_error_in_its_own_process(kit, relu, 
     exit_code, report = kit.run_child("correct", relu, None, candidate_path=paths.candidate,
                                       extensions_dir=paths.extensions_dir, backend="cuda",
                                       size="small", cache_dir=str(cache_dir))
-    assert exit_code == 0 and report.status == Status.runtime_error
+    assert exit_code == 0 and report.status == Status.runtime_error, kit.last_stderr[-3000:]
     assert "illegal memory access" in report.message or "CUDA error" in report.message
 
 

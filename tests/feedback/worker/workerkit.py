@@ -82,6 +82,7 @@ class Kit:
     def __init__(self, root: Path):
         self.root = root
         self.count = 0
+        self.last_stderr = ""
 
     def job(self, kind: str, source: str | Problem, candidate: str | None, role: str = "candidate",
             candidate_path: Path | None = None, extensions_dir: Path | None = None,
@@ -118,9 +119,12 @@ class Kit:
         job = self.job(kind, source, candidate, **kw)
         job_path = self.root / f"job_{self.count}.json"
         job_path.write_text(job.model_dump_json())
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        # the repository first, then whatever else the tests run with (a GPU host's bundle)
+        path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}
         proc = subprocess.run([sys.executable, "-m", "feedback.worker", str(job_path)], cwd=REPO,
                               env=env, capture_output=True, timeout=300)
+        self.last_stderr = proc.stderr.decode(errors="replace")
         result = Path(job.result_path)
         report = WorkerReport.model_validate(json.loads(result.read_text())) if result.exists() else None
         return proc.returncode, report
