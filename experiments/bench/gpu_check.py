@@ -41,8 +41,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
-LIMITS_S = {"build": 180, "tests": 240, "timing-tests": 60, "stability": 100,
-            "throughput": 150, "ray": 90}  # caps; the whole run stops at --budget-s
+LIMITS_S = {"build": 150, "tests": 300, "timing-tests": 60, "stability": 100,
+            "throughput": 120, "ray": 60}  # caps; the whole run stops at --budget-s
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 
 
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="device bundle to unpack when the project's packages are missing")
     parser.add_argument("--budget-s", type=float, default=540, help="wall-clock budget (9 min)")
     parser.add_argument("--build-jobs", type=int, default=8, help="concurrent fixture builds")
-    parser.add_argument("--test-workers", type=int, default=6, help="pytest-xdist workers")
+    parser.add_argument("--test-workers", type=int, default=8, help="pytest-xdist workers")
     parser.add_argument("--skip", action="append", default=[], choices=SECTIONS,
                         help="leave a section out (repeatable)")
     args = parser.parse_args(argv)
