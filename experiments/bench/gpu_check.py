@@ -7,9 +7,10 @@ the section it cut:
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
    sharing one cache, before any test runs;
-3. tests: the GPU suite (`pytest -m gpu`) minus its timing-sensitive tests, several files at a
-   time (pytest-xdist, one file per worker) over the warm cache; then the timing-sensitive tests
-   (`-m "gpu and timing"`) alone on the machine, with no build competing for the CPU;
+3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
+   (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
+   their timings apart; then the `timing` tests (those that measure time, or use the GPU outside
+   that lock) alone on the machine, with no build competing for the CPU;
 4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
    --short`);
 5. throughput: a short throughput batch (`experiments.bench.throughput --short`);
@@ -41,7 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
-LIMITS_S = {"build": 150, "tests": 300, "timing-tests": 60, "stability": 100,
+LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 150, "stability": 120,
             "throughput": 120, "ray": 60}  # caps; the whole run stops at --budget-s
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 

@@ -15,9 +15,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from hardkit import problem_of  # noqa: E402
+from hardkit import problem_of
 
-from feedback.options import EvalOptions, default_cache_dir  # noqa: E402
+from feedback.options import EvalOptions, default_cache_dir
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +26,14 @@ def base_options() -> EvalOptions:
     cache.mkdir(parents=True, exist_ok=True)
     return EvalOptions(size="small", cache_dir=cache, run_timeout_s=60,
                        memory_limit_mb=6000)
+
+
+@pytest.fixture(scope="session")
+def gpu_options(base_options) -> EvalOptions:
+    """The GPU corpus's options (test_gpu_hardening.py, test_gpu_faults.py)."""
+    return base_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 60,
+                                           "timing_trials": 50, "warmup": 5, "baselines": False,
+                                           "compile_timeout_s": 900})
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,8 @@ from torch.utils import benchmark
 
 from problems import Problem, load_module, load_suite
 
-pytestmark = pytest.mark.gpu
+# timing: it runs references on the GPU outside the evaluator's device lock, and times them
+pytestmark = [pytest.mark.gpu, pytest.mark.timing]
 
 MIN_MS = 0.8  # "at least ~1 ms on an H200", with room for the GPU's clock and the time of day
 TOL = 0.01

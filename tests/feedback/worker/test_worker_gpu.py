@@ -11,7 +11,8 @@ import torch
 from feedback.options import EvalOptions
 from feedback.result import Status
 
-pytestmark = [pytest.mark.gpu,
+# timing: its jobs run in-process, outside the evaluator's device lock, and several measure time
+pytestmark = [pytest.mark.gpu, pytest.mark.timing,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 SCALE = """
@@ -55,7 +56,6 @@ class ModelNew(nn.Module):
 SAME_STREAM = SIDE_STREAM.replace("with torch.cuda.stream(STREAM):", "if True:")
 
 
-@pytest.mark.timing
 def test_cuda_event_timing_is_sane(kit):
     report = kit.run("time", SCALE, "import torch.nn as nn\nclass ModelNew(nn.Module):\n"
                      "    def forward(self, x):\n        return x + x\n", backend="cuda",
@@ -68,7 +68,6 @@ def test_cuda_event_timing_is_sane(kit):
     assert report.environment.device.startswith("NVIDIA")
 
 
-@pytest.mark.timing
 def test_l2_flush_sends_reads_to_memory():
     from feedback.worker.clocks import CudaClock
 
@@ -98,7 +97,6 @@ def test_honest_candidate_on_cuda_passes_and_unwritten_output_reads_poison(kit):
     assert stale.status == Status.mismatch, stale.message
 
 
-@pytest.mark.timing
 def test_side_stream_work_is_inside_the_timed_window(kit):
     side = kit.run("time", CHAIN, SIDE_STREAM, backend="cuda", timing_trials=30)
     same = kit.run("time", CHAIN, SAME_STREAM, backend="cuda", timing_trials=30)
