@@ -76,6 +76,8 @@ def headline_rows(runs, names, stats: Stats) -> list[list[object]]:
         rows.append([name, run.mode, run.budget_size,
                      fmt_score(m.fast_p_final(g, lay, 0, "eager", run.noise_margin, r, s)),
                      fmt_score(m.fast_p_final(g, lay, 1, "eager", run.noise_margin, r, s)),
+                     fmt_score(m.fast_p_final(g, lay, 1, "eager", run.noise_margin, r, s,
+                                              lower=True)),
                      fmt_score(m.fast_p_final(g, lay, 1, "compile", run.noise_margin, r, s)),
                      fmt_score(m.geomean_speedup(finals, "eager", r, s), percent=False),
                      fmt_score(m.compile_rate(g, lay, r, s)),
