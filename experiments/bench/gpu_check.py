@@ -151,7 +151,8 @@ def build(check: Check, jobs: int) -> dict:
     from problems.spec import select
 
     options = EvalOptions(device="cuda:0", compile_timeout_s=max(60, int(check.left())))
-    fixtures = gpu_fixtures()
+    fixtures = list({(code, backend): (spec, code, backend)
+                     for spec, code, backend in gpu_fixtures()}.values())  # one build per source
 
     def one(item) -> dict:
         spec, code, backend = item

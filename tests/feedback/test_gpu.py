@@ -30,6 +30,7 @@ def cuda_code(name: str) -> str:
 
 
 CODE = {"cuda": cuda_code, "triton": triton_candidate}
+GPU_FIXTURES = [("suite:level1/19", CODE[b](n), b) for b in CODE for n in EXPECTED]
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,8 @@ GPU_FAULTS = (
 )
 assert len(GPU_FAULTS) == 50
 
+GPU_FIXTURES = sorted({("suite:level1/19", code, backend) for _, backend, code, _, _ in GPU_FAULTS})
+
 
 def test_gpu_faults_batch(gpu_options):
     """50 candidates on one GPU: illegal accesses never poison the next candidate's context."""

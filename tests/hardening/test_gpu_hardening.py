@@ -42,6 +42,9 @@ CASES = {
                               "illegal memory access"),
 }
 
+# every source of the corpus, built first by `make gpu-check` (tests/gpu_fixtures.py)
+GPU_FIXTURES = [("suite:level1/19", code, backend) for backend, code, _, _ in CASES.values()]
+
 
 @pytest.fixture(scope="module")
 def results(gpu_options) -> dict[str, EvalResult]:
