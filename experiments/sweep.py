@@ -210,6 +210,28 @@ def execute(plan: list[PlannedRun], out: Path, runner: Runner = run_agent,
     return entries
 
 
+def confirm_entries(entries: list[dict[str, Any]], executor: str) -> None:
+    """Confirmation timing (experiments/confirm.py) of every finished run's selected kernels,
+    cached per kernel and machine, so identical kernels in several runs are reported alike. On
+    this machine only: with a Ray executor the GPUs may be elsewhere, and the sweep says so."""
+    from experiments.confirm import confirm_run
+
+    done = [e for e in entries if e["complete"] and e["path"]]
+    if executor != "local":
+        if done:
+            print("[sweep] selected kernels not confirmed here (executor ray): run "
+                  "python -m experiments.confirm on a GPU node", file=sys.stderr)
+        return
+    for e in done:
+        try:
+            n = len(confirm_run(Path(e["path"])))
+            print(f"[sweep] confirmed {n} selected kernels of {e['name']}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - the runs stay; the report says unconfirmed
+            e["confirm_error"] = f"{type(exc).__name__}: {exc}"
+            print(f"[sweep] confirmation of {e['name']} failed: {e['confirm_error']}",
+                  file=sys.stderr)
+
+
 def write_index(out: Path, entries: list[dict[str, Any]]) -> Path:
     """Write `sweep.json`: every run's name, mode, settings, directory, action and error."""
     out.mkdir(parents=True, exist_ok=True)
@@ -252,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
                         "evaluations run (wins over `settings.executor`; docs/scaling.md).")
     parser.add_argument("--ray-address", metavar="auto|HOST:PORT", help="Ray cluster for "
                         "--executor ray (wins over `settings.ray_address`).")
+    parser.add_argument("--no-confirm", action="store_true", help="Skip the confirmation timing "
+                        "of each finished run's selected kernels (experiments.confirm; on by "
+                        "default, so a report never publishes the maximum of noisy draws).")
     args = parser.parse_args(argv)
     try:
         config = SweepConfig.model_validate(yaml.safe_load(args.config.read_text()))
@@ -278,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         print(plan_table(checked))
         return 0
     entries = execute(plan, out)
+    if not args.no_confirm:
+        confirm_entries(entries, config.settings.get("executor", "local"))
     print(budget_table(entries))
     failed = [e for e in entries if e["error"]]
     for e in failed:

@@ -76,7 +76,7 @@ def test_sweep_killed_and_resumed(config, tmp_path):
     before = _rows(first)
     assert 0 < len(before) < 3, "the kill should land inside the first run"
 
-    assert sweep.main([str(config), "--out", str(out)]) == 0
+    assert sweep.main([str(config), "--out", str(out), "--no-confirm"]) == 0
     index = json.loads((out / sweep.INDEX).read_text())["runs"]
     assert [e["action"] for e in index] == ["resume", "start", "start"]
     assert all(e["complete"] and e["error"] is None for e in index)
