@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
-from rich.console import Console
 from rich.table import Table
 
 from problems import checking
@@ -19,7 +18,7 @@ from problems.inputs import describe_inputs
 from problems.listing import print_json
 from problems.module import ProblemLoadError
 from problems.record import Problem
-from problems.spec import FORMS, SpecError, select
+from problems.spec import FORMS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,12 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         return checking.run(args)
 
-    # Wide when piped, so ids and shapes stay on one line for grep and for tests.
-    console = Console() if sys.stdout.isatty() else Console(width=200)
-    try:
-        selection = select(args.spec)
-    except SpecError as exc:
-        console.print(f"error: {exc}", markup=False, highlight=False)
+    console, selection = checking.console_and_selection(args.spec)
+    if selection is None:
         return 2
     if args.json:
         return print_json(selection, args.size)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from problems.degeneracy import TOLERANCES, check_problem
-from problems.spec import FORMS, SpecError, select
+from problems.spec import FORMS, Selection, SpecError, select
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -30,12 +30,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     check.add_argument("--json", action="store_true", help="print a JSON array of records")
 
 
-def run(args: argparse.Namespace) -> int:
+def console_and_selection(spec: str) -> tuple[Console, Selection | None]:
+    """A console (wide when piped, so ids and shapes stay on one line for grep and for tests)
+    and the problems `spec` selects, or None after printing why it selects nothing."""
     console = Console() if sys.stdout.isatty() else Console(width=200)
     try:
-        selection = select(args.spec)
+        return console, select(spec)
     except SpecError as exc:
         console.print(f"error: {exc}", markup=False, highlight=False)
+        return console, None
+
+
+def run(args: argparse.Namespace) -> int:
+    console, selection = console_and_selection(args.spec)
+    if selection is None:
         return 2
     checks = [check_problem(p, device=args.device, size=args.size if args.size in p.sizes else None,
                             tolerance=args.tolerance, trials=args.trials) for p in selection.problems]
