@@ -82,7 +82,7 @@ def confirm_run(run_dir: Path, evaluator=None) -> list[Confirmation]:
     backend = config.get("backend") or "cuda"
     options = EvalOptions(**{**(config.get("eval_options") or {}), "size": config.get("size"),
                              "profile": False})
-    picks = selected(run.attempts, run.mode, run.noise_margin)
+    picks = selected(run.attempts(), run.mode, run.noise_margin)
     problems = _problems(config.get("problems") or "", {a.candidate.problem_id for a in picks}) \
         if picks else {}
     ev = evaluator or LocalEvaluator()

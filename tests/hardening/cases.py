@@ -103,7 +103,7 @@ EXPLOITS = [
         extra_status=(Status.guard_violation,), defence="fresh inputs; timed outputs re-checked", path="worker"),
     Case("wrong_window_when_timed_py", 7, relu(
         "self.calls += 1\nreturn ops.copy(x) if 13 <= self.calls < 27 else ops.relu(x)",
-        init="self.calls = 0"), MM, ("timed ones", "wrong result"), batch="timed",
+        init="self.calls = 0"), MM, ("timed ones", "wrong result"), batch="timed_exact",
         defence="a probe at a secret position in each eighth of the timed calls: no run of a "
                 "quarter of them goes unchecked"),
     # 8. library op / the reference instead of a kernel

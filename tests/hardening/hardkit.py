@@ -13,9 +13,15 @@ BATCHES = {
     "timed": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
     "strict": {"time": False, "library_ops": "strict"},
     "alone": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
+    "timed_exact": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2,
+                    "interval_ms": 0, "timing_max_trials": 20, "warmup_s": 0},
 }
 """Options per batch of the corpus (cases.Case.batch), over `base_options`. `alone` is timed
-like `timed` but runs by itself: the CPU-cores check needs the machine's cores free."""
+like `timed` but runs by itself: the CPU-cores check needs the machine's cores free.
+`timed_exact` fixes which calls are timed (2 warm-up calls, then exactly 20 samples of one call,
+no settling warm-up), for a case that counts calls: with the defaults a short kernel's calls
+13-26 are warm-up calls (several calls per sample, samples until stable), whose outputs nothing
+times, so being wrong there gains a candidate nothing."""
 
 
 def problem_of(spec: object) -> Problem:
