@@ -21,8 +21,9 @@ demo: install
 	$(BIN)/python -m agent.refine --model replay:experiments/demo/demo.jsonl --backend cpp --size small \
 	  --problems suite:level1/1,suite:level1/19,suite:level2/1 --turns 4 --feedback G+E+P --out runs
 
+# -X faulthandler: a crash outside any test (at interpreter exit, say) still prints every thread's stack
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -X faulthandler -m pytest -q
 
 gpu-test: install
 	$(BIN)/python -m pytest -q -m gpu

@@ -229,5 +229,6 @@ def _spot_check(h: Harness, policy: str, p: Pass, k: int) -> None:
     ref, ref64 = call_reference(h, p.buffers[k], want64=policy == "fp64-relative")
     verdict = compare(p.outputs[k], ref, ref64, policy)
     if not verdict.ok:
-        raise JobFailure(verdict.status, "an output of a timed call does not match the reference "
-                         f"for that call's inputs (replayed or memoised result?): {verdict.message}")
+        raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result: "
+                         "its output does not match the reference for that call's inputs "
+                         f"(replayed or memoised result?): {verdict.message}")
