@@ -40,7 +40,7 @@ def test_the_batch_costs_what_its_items_cost(fault_batch):
     device_work = sum(r.stage_seconds.get("correct", 0.0) for r in results)
     builds = sum(r.stage_seconds.get("compile", 0.0) for r in results)
     print(f"\nbatch of 50: {wall:.0f} s wall; correctness children {device_work:.0f} s in all; builds "
-          f"{builds:.0f} s; honest median {statistics.median(honest):.1f} s")
+          f"{builds:.0f} s; honest median {statistics.median(honest):.1f} s, slowest {worst_honest:.1f} s")
     assert wall <= device_work + builds + 30
 
 
