@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,14 +90,30 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+_TURNSTILES: dict[str, threading.Lock] = {}
+_TURNSTILES_LOCK = threading.Lock()
+
+
+def _turnstile(path: Path) -> threading.Lock:
+    with _TURNSTILES_LOCK:
+        return _TURNSTILES.setdefault(str(path.resolve()), threading.Lock())
+
+
 @contextlib.contextmanager
 def locked(path: Path, shared: bool = False) -> Iterator[None]:
     """Hold an advisory lock on `path` (created if needed) for the block: exclusive, or `shared`
     with other shared holders (never with an exclusive one). Threads count apart: each call
-    opens the file anew."""
+    opens the file anew. Within one process an exclusive waiter goes first: it holds the path's
+    turnstile until it has the lock, and a shared caller passes that turnstile before it asks
+    (flock alone would let overlapping shared holders keep an exclusive one waiting forever)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    gate = _turnstile(path)
     with path.open("a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        with gate:
+            if not shared:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        if shared:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
         try:
             yield
         finally:

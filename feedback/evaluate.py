@@ -11,6 +11,7 @@ CLI: python -m feedback.evaluate PROBLEM CANDIDATE.py --backend {cuda,triton,cpp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -42,22 +43,30 @@ from problems.record import Problem
 from problems.spec import SpecError, select
 
 
+def device_lock(options: EvalOptions, gpu: bool = True) -> Path:
+    """The lock file of the evaluation device (`options.device`, or this host's CPU): every job
+    that runs on it holds this lock (feedback/job.py, `launch`), and so may anything else that
+    must not share the device with a timing."""
+    # per host: on a cache shared by several nodes (a Ray cluster) each node's cuda:0 is its own
+    device = options.device.replace(':', '') if gpu else 'cpu'
+    return Path(options.cache_dir).resolve() / "devices" / f"{socket.gethostname()}-{device}.lock"
+
+
 def _run(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,
-         paths: BuildPaths | None) -> JobRun:
-    """One worker job on the evaluation device, holding that device's lock."""
+         paths: BuildPaths | None, alone: bool = False) -> JobRun:
+    """One worker job on the evaluation device, holding that device's lock (`alone`: even a
+    correctness job holds it by itself)."""
     gpu = backend != "cpp"
     root = Path(options.cache_dir).resolve()
     ext = paths.extensions_dir if paths is not None else root / "inductor"
     ext.mkdir(parents=True, exist_ok=True)
     (root / "inductor").mkdir(parents=True, exist_ok=True)
-    # per host: on a cache shared by several nodes (a Ray cluster) each node's cuda:0 is its own
-    device = options.device.replace(':', '') if gpu else 'cpu'
-    lock = root / "devices" / f"{socket.gethostname()}-{device}.lock"
     return launch(kind, problem, backend, options, role=role,
                   candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
                   arch=paths.arch if paths is not None else None,
                   gpu_index=device_index(options.device) if gpu else None,
-                  timeout_s=options.run_timeout_s, writable=[root / "inductor"], device_lock=lock,
+                  timeout_s=options.run_timeout_s, writable=[root / "inductor"],
+                  device_lock=device_lock(options, gpu), alone=alone,
                   max_output_bytes=RUN_FILE_BYTES if role == "candidate" else BUILD_FILE_BYTES)
 
 
@@ -140,6 +149,9 @@ class LocalEvaluator:
         if failed is not None:
             return failed
         run = _run("correct", "candidate", problem, backend, options, paths)
+        if run.report.status == Status.runtime_error and "out of memory" in run.report.message:
+            # other correctness jobs shared the device: a kernel must not fail for their memory
+            run = _run("correct", "candidate", problem, backend, options, paths, alone=True)
         if run.report.status != Status.ok:
             return _fail(prior, "correct", run.report, path_names(paths), time.monotonic() - start)
         env = prior.environment
@@ -149,6 +161,19 @@ class LocalEvaluator:
             "correctness": run.report.correctness, "environment": env,
             "warnings": _merge(prior.warnings, run.report.warnings),
             "stage_seconds": {**prior.stage_seconds, "correct": time.monotonic() - start}})
+
+    def warm(self, problem: Problem, backend: Backend, options: EvalOptions) -> None:
+        """Compile the problem's torch.compile baseline into Inductor's caches, untimed, while the
+        device is shared (batches do this while the problem's candidates build), so that the
+        baseline's time job, which has the device to itself, does not compile. Nothing when that
+        baseline will not be timed, is cached already, or the backend is cpp; a failure here is
+        left for the time job to report."""
+        if backend == "cpp" or not (options.time and options.baselines and options.compile_baseline):
+            return
+        device = known_device(host_environment(backend, options.device))
+        path = cache.reference_path(options, problem, "time", "compiled", backend, device)
+        if path is None or cache.read_record(path, WorkerReport) is None:
+            _run("warm", "compiled", problem, backend, options, None)
 
     def perform(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
                 prior: EvalResult) -> EvalResult:
@@ -235,20 +260,33 @@ def _contained(item: EvalItem, step, *args) -> EvalResult:
                           message=f"evaluator error (not the candidate's fault): {exc!r}")
 
 
+GPU_LANES = 4
+"""Candidates in flight on one GPU in a local batch: their correctness jobs share the device
+(a timing still has it alone), so the device is not idle while one correctness child starts
+CUDA, loads its problem or waits out a hang."""
+
+
 def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                   devices: Sequence[str] | None = None, compile_workers: int | None = None,
-                  evaluator: Evaluator | None = None) -> Iterator[tuple[int, EvalResult]]:
+                  evaluator: Evaluator | None = None,
+                  lanes: int | None = None) -> Iterator[tuple[int, EvalResult]]:
     """Evaluate many candidates, yielding `(index into items, result)` as each one finishes.
 
-    Builds run in a CPU pool while one worker per device runs correctness and timing (one job at
-    a time per device). `evaluator` runs the stages elsewhere (a RayEvaluator: pass one device
-    name per stage actor; the actor picks its own GPU); None = this machine. Closing the
-    generator early (a consumer's KeyboardInterrupt) cancels the builds not started yet and
-    stops the device workers after their current job; what was yielded stays yielded.
+    Builds run in a CPU pool while `lanes` threads per device run correctness and timing, one
+    candidate each (None: `GPU_LANES` on this machine's GPUs, 1 for cpp-only batches and for
+    another `evaluator`); the device lock lets their correctness jobs overlap and gives each
+    timing the device alone. Each problem's torch.compile baseline is compiled into the cache
+    (`LocalEvaluator.warm`) beside the builds. `evaluator` runs the stages elsewhere (a
+    RayEvaluator: pass one device name per stage actor; the actor picks its own GPU); None = this
+    machine. Closing the generator early (a consumer's KeyboardInterrupt) cancels the builds not
+    started yet and stops the device workers after their current job; what was yielded stays
+    yielded.
     """
     options = options or EvalOptions()
     devices = list(devices or [options.device])
     ev = evaluator or LocalEvaluator()
+    gpu = any(backend != "cpp" for _, _, backend in items)
+    lanes = lanes or (GPU_LANES if gpu and evaluator is None else 1)
     ready: queue.Queue = queue.Queue()
     done: queue.Queue = queue.Queue()
     stop = threading.Event()
@@ -270,13 +308,25 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
         result = future.result()
         (ready if result.status == Status.ok else done).put((i, result))
 
-    workers = [threading.Thread(target=device_worker, args=(d,), daemon=True) for d in devices]
+    def warm(problem: Problem, backend: Backend) -> None:
+        if not stop.is_set():
+            with contextlib.suppress(Exception):  # the baseline's time job reports any failure
+                ev.warm(problem, backend, options.model_copy(update={"device": devices[0]}))
+
+    workers = [threading.Thread(target=device_worker, args=(d,), daemon=True)
+               for d in devices for _ in range(lanes)]
     pool = ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2))
+    warmer = ThreadPoolExecutor(2)
     with standby_workers():  # GPU jobs: the next worker starts while the current one runs
         for w in workers:
             w.start()
         try:
+            seen: set[tuple[str, str]] = set()
             for i, item in enumerate(items):
+                problem, _, backend = item
+                if hasattr(ev, "warm") and (problem.id, backend) not in seen:
+                    seen.add((problem.id, backend))
+                    warmer.submit(warm, problem, backend)
                 future = pool.submit(_contained, item, ev.compile, *item, options)
                 future.add_done_callback(lambda f, i=i: built(i, f))
             for _ in items:
@@ -284,6 +334,7 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
         finally:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
+            warmer.shutdown(wait=True, cancel_futures=True)  # no warm child outlives the batch
             for _ in workers:
                 ready.put(None)
             for w in workers:
@@ -292,10 +343,10 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
 
 def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,
                   devices: Sequence[str] | None = None, compile_workers: int | None = None,
-                  evaluator: Evaluator | None = None) -> list[EvalResult]:
+                  evaluator: Evaluator | None = None, lanes: int | None = None) -> list[EvalResult]:
     """`iter_evaluate`, collected: the same results, in input order."""
     results: list[EvalResult | None] = [None] * len(items)
-    for i, result in iter_evaluate(items, options, devices, compile_workers, evaluator):
+    for i, result in iter_evaluate(items, options, devices, compile_workers, evaluator, lanes):
         results[i] = result
     return results
 

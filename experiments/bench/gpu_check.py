@@ -179,14 +179,15 @@ def xdist_available() -> bool:
 def tests(check: Check, name: str, marker: str, workers: int, cache: Path) -> dict:
     from experiments.bench import testlog
 
-    log = check.out / f"testlog-{name}.jsonl"
+    log, joblog = check.out / f"testlog-{name}.jsonl", check.out / f"joblog-{name}.jsonl"
     log.unlink(missing_ok=True)
+    joblog.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "pytest", "-q", "-m", marker, "-p", "no:cacheprovider",
             "-p", "experiments.bench.testlog", "tests"]
     if workers > 1 and xdist_available():
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
-    check.env["KERNEL_REFINE_TESTLOG"] = str(log)
+    check.env["KERNEL_REFINE_TESTLOG"], check.env["KERNEL_REFINE_JOBLOG"] = str(log), str(joblog)
     code, _ = check.run(name, argv, LIMITS_S[name])
     files, failures, unfinished = testlog.read(log)
     passed = sum(r["passed"] for r in files.values())
@@ -199,7 +200,8 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path) -> di
             "summary": f"{passed} passed, {failed} failed"
                        + (f", {len(unfinished)} not finished" if unfinished else ""),
             "passed": passed, "failed": failed, "files": files, "failures": failures,
-            "unfinished": unfinished, "builds_during_tests": len(late)}
+            "unfinished": unfinished, "builds_during_tests": len(late),
+            "jobs": testlog.jobs(joblog)}
 
 
 def bench(check: Check, name: str, argv: list[str], result_file: Path,
@@ -258,6 +260,12 @@ def render_markdown(summary: dict) -> str:
         lines += [f"| {f} | {r['passed']} | {r['failed']} | {r['skipped']} | {r['seconds']} |"
                   for f, r in rows]
     for name in ("tests", "timing-tests"):
+        jobs = s.get(name, {}).get("jobs", {})
+        if jobs:
+            lines.append(f"- `{name}` evaluator jobs: " + "; ".join(
+                f"{k} {j['jobs']} jobs, {j['seconds']:.0f} s (waited {j['wait_s']:.0f} s for the "
+                f"device, held it {j['held_s']:.0f} s)" for k, j in jobs.items()))
+    for name in ("tests", "timing-tests"):
         for fail in s.get(name, {}).get("failures", []):
             first = fail["message"].strip().splitlines()[:1] or [""]
             lines.append(f"- FAILED `{fail['test']}`: {first[0][:300]}")
@@ -294,6 +302,9 @@ def print_table(summary: dict) -> None:
                 print(f"  FAILED {fail['test']}")
             for node in s[name].get("unfinished", []):
                 print(f"  NOT FINISHED {node}")
+            for job, j in s[name].get("jobs", {}).items():
+                print(f"  jobs {job:20s} {j['jobs']:4d}: {j['seconds']:7.1f} s "
+                      f"(waiting for the device {j['wait_s']:.1f} s, holding it {j['held_s']:.1f} s)")
     if "stability" in s:
         print(f"stability: max spread {s['stability'].get('max_spread_pct')}% "
               f"({s['stability']['status']})")

@@ -3,12 +3,19 @@
 `make gpu-check` loads it (`-p experiments.bench.testlog`) with `KERNEL_REFINE_TESTLOG=FILE`, so
 a run killed at its time limit still says which tests passed, which failed and which were still
 running. Under pytest-xdist the controller receives every worker's reports, so one file serves.
+
+With `KERNEL_REFINE_JOBLOG=FILE` as well, every evaluator job that a test starts (in whichever
+process runs the test) appends one line: its kind and role, the seconds it waited for the device
+lock and the seconds it then held it, and the test: where a GPU suite's time goes (`jobs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
+import time
 from pathlib import Path
 
 FAILURE_CHARS = 3000
@@ -19,6 +26,61 @@ def pytest_configure(config):
     """An xdist worker writes nothing: its reports reach the controller, which writes them."""
     global _WORKER
     _WORKER = hasattr(config, "workerinput")
+    if os.environ.get("KERNEL_REFINE_JOBLOG"):
+        _trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
+
+
+def _trace_jobs(path: str) -> None:
+    """Wrap the evaluator's job launch and device lock to log each job's wait and hold."""
+    from feedback import job
+
+    here = threading.local()
+    launch, locked = job.launch, job.locked
+
+    def traced_launch(kind, problem, *args, role="candidate", **kwargs):
+        here.job, here.wait, here.held = (kind, role, problem.id), None, None
+        start = time.monotonic()
+        try:
+            return launch(kind, problem, *args, role=role, **kwargs)
+        finally:
+            row = {"kind": kind, "role": role, "problem": problem.id,
+                   "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
+                   "held_s": here.held, "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+            with open(path, "a") as log:
+                log.write(json.dumps(row) + "\n")
+
+    @contextlib.contextmanager
+    def traced_locked(lock_path, shared=False):
+        asked = time.monotonic()
+        with locked(lock_path, shared):
+            here.wait = round(time.monotonic() - asked, 2)
+            got = time.monotonic()
+            try:
+                yield
+            finally:
+                here.held = round(time.monotonic() - got, 2)
+
+    job.launch, job.locked = traced_launch, traced_locked
+    import feedback.evaluate  # it imported launch by name: point it at the wrapper too
+
+    feedback.evaluate.launch = traced_launch
+
+
+def jobs(path) -> dict[str, dict]:
+    """Per job kind and role: count, seconds, seconds waiting for the device lock, held."""
+    out: dict[str, dict] = {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return out
+    for line in lines:
+        row = json.loads(line)
+        stats = out.setdefault(f"{row['kind']}/{row['role']}",
+                               {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0})
+        stats["jobs"] += 1
+        for key in ("seconds", "wait_s", "held_s"):
+            stats[key] = round(stats[key] + (row.get(key) or 0.0), 1)
+    return out
 
 
 def _write(row: dict) -> None:

@@ -56,7 +56,7 @@ from problems.loaders import SUITE_ROOT
 
 CANDIDATES = Path(__file__).parent / "candidates"
 
-SHORT = 8
+SHORT = 4
 """Candidates of `--short` (one per problem)."""
 
 

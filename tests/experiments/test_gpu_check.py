@@ -83,3 +83,34 @@ def test_each_section_is_written_as_it_finishes(tmp_path):
     assert summary["sections"]["environment"]["torch"]
     assert summary["sections"]["environment"]["status"] == "failed" and code == 1
     assert "make gpu-check" in (tmp_path / "summary.md").read_text()
+
+
+JOB_SAMPLE = '''
+from feedback.job import launch
+from feedback.options import EvalOptions
+from problems.spec import select
+
+def test_one_job(tmp_path):
+    relu = select("suite:level1/19").problems[0]
+    launch("correct", relu, "cpp", EvalOptions(size="small", cache_dir=tmp_path), candidate=None,
+           extensions_dir=tmp_path / "ext", arch=None, gpu_index=None, timeout_s=60,
+           device_lock=tmp_path / "dev.lock")
+'''
+
+
+def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_path):
+    (tmp_path / "test_job_sample.py").write_text(JOB_SAMPLE)
+    log, joblog = tmp_path / "log.jsonl", tmp_path / "jobs.jsonl"
+    env = {**os.environ, "KERNEL_REFINE_TESTLOG": str(log), "KERNEL_REFINE_JOBLOG": str(joblog),
+           "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "experiments.bench.testlog",
+                           "-p", "no:cacheprovider", "-o", "addopts=",
+                           str(tmp_path / "test_job_sample.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    (row,) = [json.loads(line) for line in joblog.read_text().splitlines()]
+    assert row["kind"] == "correct" and row["problem"] == "level1/19_relu"
+    assert "test_one_job" in row["test"] and row["held_s"] > 0 and row["wait_s"] >= 0
+    assert row["seconds"] >= row["held_s"]
+    stats = testlog.jobs(joblog)["correct/candidate"]
+    assert stats["jobs"] == 1 and stats["held_s"] == round(row["held_s"], 1)

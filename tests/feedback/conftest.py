@@ -36,3 +36,10 @@ def fast_options(cache_dir) -> EvalOptions:
     """Small size, few timed trials: the statuses are the point here, not the numbers."""
     return EvalOptions(size="small", cache_dir=cache_dir, timing_trials=20, warmup=2,
                        run_timeout_s=120, device="cuda:0")
+
+
+@pytest.fixture(scope="session")
+def gpu_options(fast_options) -> EvalOptions:
+    """The GPU tests' options (test_gpu*.py): fast_options on cuda:0, room for cold builds."""
+    return fast_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 40,
+                                           "compile_timeout_s": 600})

@@ -1,6 +1,8 @@
 """The suite's default sizes on a GPU (opt-in: `pytest -m gpu`): every eager reference takes about
 a millisecond or more, so launch overhead does not decide speedups, and the output is not
-degenerate at full size either."""
+degenerate at full size either. Each case holds the evaluator's device lock alone, as a timing
+job does, so it neither disturbs the evaluator's timings nor is disturbed by other tests; the
+parallel phase of `make gpu-check` runs it beside them."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import pytest
 import torch
 from torch.utils import benchmark
 
+from feedback.cache import locked
+from feedback.evaluate import device_lock
+from feedback.options import EvalOptions
 from problems import Problem, load_module, load_suite
 
-# timing: it runs references on the GPU outside the evaluator's device lock, and times them
-pytestmark = [pytest.mark.gpu, pytest.mark.timing]
+pytestmark = pytest.mark.gpu
 
 MIN_MS = 0.8  # "at least ~1 ms on an H200", with room for the GPU's clock and the time of day
 TOL = 0.01
@@ -29,7 +33,7 @@ def time_ms(model: torch.nn.Module, inputs: list) -> float:
 @pytest.mark.parametrize("problem", load_suite().problems, ids=lambda p: p.id)
 def test_default_size_is_gpu_sized_and_not_degenerate(problem: Problem):
     module = load_module(problem)
-    with torch.device("cuda"):
+    with locked(device_lock(EvalOptions(device="cuda:0"))), torch.device("cuda"):
         torch.manual_seed(0)
         model = module.Model(*module.get_init_inputs())
         torch.manual_seed(1)
