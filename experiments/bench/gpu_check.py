@@ -42,7 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
-LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 150, "stability": 120,
+LIMITS_S = {"build": 150, "tests": 300, "timing-tests": 90, "stability": 120,
             "throughput": 120, "ray": 60}  # caps; the whole run stops at --budget-s
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 
