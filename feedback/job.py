@@ -80,6 +80,11 @@ class WorkerReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     environment: Environment | None = None
     seconds: float = 0.0
+    phases: dict[str, float] = Field(
+        default_factory=dict, description="Seconds per phase inside the worker: `start` (the "
+        "job's arrival to its dispatch: imports, checks), `prepare` (problem, reference and "
+        "candidate loaded, CUDA up), `work` (the rest). Where a job's time goes, for benchmarks "
+        "and `make gpu-check`; no verdict reads it.")
 
 
 RUN_FILE_BYTES = 256 * 1024 ** 2

@@ -39,13 +39,15 @@ def _trace_jobs(path: str) -> None:
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
         here.job, here.wait, here.held = (kind, role, problem.id), None, None
-        start = time.monotonic()
+        start, run = time.monotonic(), None
         try:
-            return launch(kind, problem, *args, role=role, **kwargs)
+            run = launch(kind, problem, *args, role=role, **kwargs)
+            return run
         finally:
             row = {"kind": kind, "role": role, "problem": problem.id,
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
-                   "held_s": here.held, "test": os.environ.get("PYTEST_CURRENT_TEST", "")}
+                   "held_s": here.held, "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+                   "phases": run.report.phases if run is not None else {}}
             with open(path, "a") as log:
                 log.write(json.dumps(row) + "\n")
 
@@ -67,7 +69,8 @@ def _trace_jobs(path: str) -> None:
 
 
 def jobs(path) -> dict[str, dict]:
-    """Per job kind and role: count, seconds, seconds waiting for the device lock, held."""
+    """Per job kind and role: count, seconds, seconds waiting for the device lock, held, and the
+    worker's own phases (WorkerReport.phases), summed."""
     out: dict[str, dict] = {}
     try:
         lines = Path(path).read_text().splitlines()
@@ -76,10 +79,13 @@ def jobs(path) -> dict[str, dict]:
     for line in lines:
         row = json.loads(line)
         stats = out.setdefault(f"{row['kind']}/{row['role']}",
-                               {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0})
+                               {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0,
+                                "phases": {}})
         stats["jobs"] += 1
         for key in ("seconds", "wait_s", "held_s"):
             stats[key] = round(stats[key] + (row.get(key) or 0.0), 1)
+        for phase, seconds in (row.get("phases") or {}).items():
+            stats["phases"][phase] = round(stats["phases"].get(phase, 0.0) + seconds, 1)
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import types
+from time import perf_counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +63,20 @@ class Harness:
     notes: list[str] = field(default_factory=list)
 
 
+PREPARE_SECONDS: list[float] = []
+"""Seconds each `prepare` of this job took (run.py reports them as the job's `prepare` phase)."""
+
+
 def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = None) -> Harness:
     """Steps 1 and 2 of the module docstring; the candidate only when `job.candidate_path`."""
+    start = perf_counter()
+    try:
+        return _prepare(job, with64=with64, cpu_threads=cpu_threads)
+    finally:
+        PREPARE_SECONDS.append(perf_counter() - start)
+
+
+def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None) -> Harness:
     device = devices.job_device(job.backend, job.options.device)
     if device.type == "cpu":
         devices.keep_freed_memory()

@@ -21,7 +21,7 @@ from feedback.worker.caches import configure_environment
 from feedback.worker.errors import JobFailure, format_exception
 
 
-def run_job(job: WorkerJob, in_process: bool = True) -> WorkerReport:
+def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = None) -> WorkerReport:
     """Dispatch on `job.kind`; never raises (except for interpreter-ending signals).
 
     `in_process` (tests, one interpreter for many jobs): afterwards, switch the job's audit hook
@@ -50,6 +50,9 @@ def run_job(job: WorkerJob, in_process: bool = True) -> WorkerReport:
             harness.KEEP_ALIVE.clear()
     report.environment = _environment(job)
     report.seconds = perf_counter() - start
+    prepared = sum(harness.PREPARE_SECONDS)
+    report.phases = {"start": round(start - arrived, 3) if arrived is not None else 0.0,
+                     "prepare": round(prepared, 3), "work": round(report.seconds - prepared, 3)}
     return report
 
 

@@ -114,3 +114,16 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert row["seconds"] >= row["held_s"]
     stats = testlog.jobs(joblog)["correct/candidate"]
     assert stats["jobs"] == 1 and stats["held_s"] == round(row["held_s"], 1)
+    assert set(row["phases"]) == {"start", "prepare", "work"}  # the worker's own account
+
+
+def test_workers_left_running_by_a_killed_section_are_killed():
+    marker = f"kr-test-{os.getpid()}-{time.monotonic_ns()}"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
+                            start_new_session=True)
+    try:
+        time.sleep(0.5)
+        assert gpu_check.kill_workers(marker.encode()) == 1
+        assert proc.wait(timeout=10) == -9
+    finally:
+        proc.kill()

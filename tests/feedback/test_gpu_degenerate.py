@@ -50,7 +50,8 @@ class ModelNew(nn.Module):  # the published trick: same parameters, output all z
 
 
 def test_an_all_zeros_kernel_on_a_degenerate_problem_is_not_ok(gpu_options):
-    options = gpu_options.model_copy(update={"library_ops": "allow", "time": False})
+    options = gpu_options.model_copy(update={"library_ops": "allow", "time": False,
+                                             "size": None})  # the problem has one size
     r = evaluate(CONV3D_GN_MEAN, ZEROS_KERNEL, "cuda", options)
     assert r.status == Status.runtime_error, (r.status, r.message[:500])
     assert r.message.startswith("degenerate problem") and "not the candidate's fault" in r.message

@@ -1,8 +1,9 @@
 """The suite's default sizes on a GPU (opt-in: `pytest -m gpu`): every eager reference takes about
 a millisecond or more, so launch overhead does not decide speedups, and the output is not
 degenerate at full size either. Each case holds the evaluator's device lock alone, as a timing
-job does, so it neither disturbs the evaluator's timings nor is disturbed by other tests; the
-parallel phase of `make gpu-check` runs it beside them."""
+job does; it is still a `timing` test (`make gpu-check` runs those alone): in the parallel phase
+its 62 cases each waited for every correctness job on the device to end (H200, 2026-12-01: 7
+cases in 266 s)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from feedback.evaluate import device_lock
 from feedback.options import EvalOptions
 from problems import Problem, load_module, load_suite
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.timing]
 
 MIN_MS = 0.8  # "at least ~1 ms on an H200", with room for the GPU's clock and the time of day
 TOL = 0.01
