@@ -316,6 +316,13 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  cpus=place.others if place else None,
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
     standby = _POOL.take(spec) if kind != "build" else None
+    if standby is None and gpu and kind != "build" and device_lock is not None:
+        # started before the device is asked for: its process start and imports (~4 s on a busy
+        # 16-core host, H200 2026-12-01) overlap the wait instead of holding the device
+        standby = _Standby(spec)
+        if not standby.usable():
+            standby.discard()
+            standby = None
     scratch = standby.scratch if standby else Path(tempfile.mkdtemp(prefix=f"kr-{kind}-"))
     try:
         job = WorkerJob(kind=kind, role=role, problem=problem, backend=backend,

@@ -209,14 +209,15 @@ def xdist_available() -> bool:
         return False
 
 
-def tests(check: Check, name: str, marker: str, workers: int, cache: Path) -> dict:
+def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
+          select: list[str] | None = None) -> dict:
     from experiments.bench import testlog
 
     log, joblog = check.out / f"testlog-{name}.jsonl", check.out / f"joblog-{name}.jsonl"
     log.unlink(missing_ok=True)
     joblog.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "pytest", "-q", "-m", marker, "-p", "no:cacheprovider",
-            "-p", "experiments.bench.testlog", "tests"]
+            "-p", "experiments.bench.testlog", *(select or ["tests"])]
     if workers > 1 and xdist_available():
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
@@ -360,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, default=540, help="wall-clock budget (9 min)")
     parser.add_argument("--build-jobs", type=int, default=8, help="concurrent fixture builds")
     parser.add_argument("--test-workers", type=int, default=8, help="pytest-xdist workers")
+    parser.add_argument("--tests", action="append", default=[], metavar="PATH",
+                        help="test files or node ids instead of tests/ (repeatable): a re-run of "
+                             "what an earlier run's budget cut")
     parser.add_argument("--skip", action="append", default=[], choices=SECTIONS,
                         help="leave a section out (repeatable)")
     args = parser.parse_args(argv)
@@ -392,8 +396,10 @@ def main(argv: list[str] | None = None) -> int:
 
     section("environment", lambda: environment(check))
     section("build", lambda: build(check, args.build_jobs))
-    section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache))
-    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache))
+    section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
+                                   args.tests))
+    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
+                                          args.tests))
     stability_json = args.out / "stability.json"
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",

@@ -129,3 +129,17 @@ def test_a_standby_workers_time_limit_counts_from_its_job(monkeypatch, relu, tmp
         got = run(relu, tmp_path, timeout_s=3)
     assert got.report.status == Status.timeout
     assert 2.9 <= got.outcome.wall_s < 6, got.outcome.wall_s
+
+
+def test_a_gpu_job_starts_its_worker_before_it_waits_for_the_device(monkeypatch, relu, tmp_path):
+    """Without the block too: the process start and imports overlap the wait for the device
+    lock; a cpp job (its imports would share the CPU with a cpp timing) starts after it."""
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    options = EvalOptions(cache_dir=tmp_path / "cache")
+    common = {"candidate": None, "extensions_dir": tmp_path / "ext", "arch": None,
+              "timeout_s": 20, "device_lock": tmp_path / "dev.lock"}
+    gpu = launch("correct", relu, "cuda", options, gpu_index=0, **common)
+    cpu = launch("correct", relu, "cpp", options, gpu_index=None, **common)
+    assert gpu.trusted and "kr-standby-" in gpu.report.message
+    assert cpu.trusted and "kr-correct-" in cpu.report.message
+    assert not job_module._POOL.waiting
