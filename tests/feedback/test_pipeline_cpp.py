@@ -29,8 +29,35 @@ def forge(y):
     _json.dump({"nonce": "guess", "status": "ok"}, open("result.json", "w"))
     _os._exit(0)
 """
+# Issue 12, item 3: an honest single-threaded loop built with -O3 was refused every time on the
+# 2-core machine ("work on other threads"); the faster the honest kernel, the likelier the flag.
+O3_LOOP = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = r"""
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) {
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const float* a = xc.data_ptr<float>();
+    float* b = y.data_ptr<float>();
+    for (int64_t i = 0, n = xc.numel(); i < n; ++i) b[i] = a[i] > 0.f ? a[i] : 0.f;
+    return y;
+}
+"""
+ops = load_inline(name="kr_test_o3_relu", cpp_sources=SOURCE, functions=["relu"],
+                  extra_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ops.relu(x)
+'''
 CASES = {
     "ok": (cpp_candidate("relu"), []),
+    "ok_o3": (O3_LOOP, []),
     "wrong_values": (cpp_candidate("relu_wrong"), []),
     "wrong_shape": (cpp_candidate("relu_flat"), []),
     "compile_error": (cpp_candidate(source=BROKEN_CPP), []),
@@ -86,6 +113,13 @@ def test_correct_kernel_is_ok_and_timed(results):
     assert {"static", "compile", "correct", "timing"} <= r.stage_seconds.keys()
     assert r.environment is not None and r.environment.torch
     assert r.roofline is not None and r.roofline.min_bytes > 0
+
+
+def test_an_honest_single_threaded_o3_loop_is_not_charged_with_other_threads(results):
+    """Timed beside the other cases' builds and jobs on the CPU: no thread guard finding."""
+    r = result(results, "ok_o3")
+    assert r.status == Status.ok, (r.stage, r.message[:1500])
+    assert r.runtime is not None and r.runtime.median_ms > 0
 
 
 def test_wrong_values_are_a_mismatch(results):
