@@ -43,6 +43,11 @@ from problems.record import Problem
 from problems.spec import SpecError, select
 
 
+SHORT_OF_MEMORY = re.compile(r"out of memory|ALLOC_FAILED|NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_INTERNAL_ERROR")
+"""A correctness failure that other jobs sharing the device may have caused (their memory): such
+a job runs once more with the device to itself before its verdict stands."""
+
+
 def device_lock(options: EvalOptions, gpu: bool = True) -> Path:
     """The lock file of the evaluation device (`options.device`, or this host's CPU): every job
     that runs on it holds this lock (feedback/job.py, `launch`), and so may anything else that
@@ -149,7 +154,7 @@ class LocalEvaluator:
         if failed is not None:
             return failed
         run = _run("correct", "candidate", problem, backend, options, paths)
-        if run.report.status == Status.runtime_error and "out of memory" in run.report.message:
+        if run.report.status == Status.runtime_error and SHORT_OF_MEMORY.search(run.report.message):
             # other correctness jobs shared the device: a kernel must not fail for their memory
             run = _run("correct", "candidate", problem, backend, options, paths, alone=True)
         if run.report.status != Status.ok:

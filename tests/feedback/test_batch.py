@@ -45,3 +45,30 @@ def test_a_mixed_batch_finishes_in_order(relu, fast_options, standby):
     assert "memory" in memory.message.lower() or "allocate" in memory.message.lower(), memory.message
     assert results[1].correctness.trials_passed == results[1].correctness.trials
     assert time.monotonic() - start < 600
+
+
+def test_a_correctness_run_out_of_memory_beside_others_runs_again_alone(relu, fast_options,
+                                                                        monkeypatch):
+    """Correctness jobs share the device, so a job that ran short of memory may have done so for
+    the others' memory: it runs once more holding the device alone, and only then is it failed."""
+    from feedback import evaluate as evaluate_module
+
+    calls = []
+    run = evaluate_module._run
+
+    def counted(kind, role, problem, backend, options, paths, alone=False):
+        calls.append((kind, alone))
+        return run(kind, role, problem, backend, options, paths, alone)
+
+    monkeypatch.setattr(evaluate_module, "_run", counted)
+    oom = cpp_candidate("relu").replace(
+        "return ops.relu(x)",
+        "ops.relu(x)\n        raise RuntimeError('CUDA out of memory. Tried to allocate 2 GiB')")
+    options = fast_options.model_copy(update={"time": False, "run_timeout_s": 60})
+    (r,) = evaluate_many([(relu, oom, "cpp")], options, devices=["cpu"], compile_workers=1)
+    assert r.status == Status.runtime_error and "out of memory" in r.message, r.message
+    assert calls == [("correct", False), ("correct", True)]
+    calls.clear()
+    (ok,) = evaluate_many([(relu, cpp_candidate("relu"), "cpp")], options, devices=["cpu"],
+                          compile_workers=1)
+    assert ok.status == Status.ok and calls == [("correct", False)]
