@@ -99,10 +99,15 @@ def _reference(problem: Problem, kind: str, role: str, backend: Backend, options
     hit = cache.read_record(path, WorkerReport) if path else None
     if hit is not None:
         return hit
-    run = _run(kind, role, problem, backend, options, None)
-    if path and run.trusted and run.report.status == Status.ok:
-        cache.write_record(path, run.report)
-    return run.report
+    # one measurement of a baseline at a time: a batch's early one and a candidate's
+    with cache.locked(path.with_suffix(".lock")) if path else contextlib.nullcontext():
+        hit = cache.read_record(path, WorkerReport) if path else None
+        if hit is not None:
+            return hit
+        run = _run(kind, role, problem, backend, options, None)
+        if path and run.trusted and run.report.status == Status.ok:
+            cache.write_record(path, run.report)
+        return run.report
 
 
 def _built_here(problem: Problem, code: str, backend: Backend, options: EvalOptions,
@@ -167,18 +172,19 @@ class LocalEvaluator:
             "warnings": _merge(prior.warnings, run.report.warnings),
             "stage_seconds": {**prior.stage_seconds, "correct": time.monotonic() - start}})
 
-    def warm(self, problem: Problem, backend: Backend, options: EvalOptions) -> None:
-        """Compile the problem's torch.compile baseline into Inductor's caches, untimed, while the
-        device is shared (batches do this while the problem's candidates build), so that the
-        baseline's time job, which has the device to itself, does not compile. Nothing when that
-        baseline will not be timed, is cached already, or the backend is cpp; a failure here is
-        left for the time job to report."""
-        if backend == "cpp" or not (options.time and options.baselines and options.compile_baseline):
+    def baselines(self, problem: Problem, backend: Backend, options: EvalOptions) -> None:
+        """Time the problem's baselines into the cache ahead of its candidates (a batch does this
+        while they build, when the device is otherwise idle), so `perform` finds them measured.
+        Nothing when they will not be timed, or where the device has no name to key them by."""
+        if not (options.time and options.baselines):
             return
         device = known_device(host_environment(backend, options.device))
-        path = cache.reference_path(options, problem, "time", "compiled", backend, device)
-        if path is None or cache.read_record(path, WorkerReport) is None:
-            _run("warm", "compiled", problem, backend, options, None)
+        if device is None:
+            return
+        for role in ("eager", "compiled") if options.compile_baseline else ("eager",):
+            _reference(problem, "time", role, backend, options, device)
+        if options.profile:
+            _reference(problem, "profile", "eager", backend, options, device)
 
     def perform(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
                 prior: EvalResult) -> EvalResult:
@@ -280,8 +286,8 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
     Builds run in a CPU pool while `lanes` threads per device run correctness and timing, one
     candidate each (None: `GPU_LANES` on this machine's GPUs, 1 for cpp-only batches and for
     another `evaluator`); the device lock lets their correctness jobs overlap and gives each
-    timing the device alone. Each problem's torch.compile baseline is compiled into the cache
-    (`LocalEvaluator.warm`) beside the builds. `evaluator` runs the stages elsewhere (a
+    timing the device alone. Each problem's baselines are timed into the cache
+    (`LocalEvaluator.baselines`) from the start, while the candidates build. `evaluator` runs the stages elsewhere (a
     RayEvaluator: pass one device name per stage actor; the actor picks its own GPU); None = this
     machine. Closing the generator early (a consumer's KeyboardInterrupt) cancels the builds not
     started yet and stops the device workers after their current job; what was yielded stays
@@ -313,15 +319,15 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
         result = future.result()
         (ready if result.status == Status.ok else done).put((i, result))
 
-    def warm(problem: Problem, backend: Backend) -> None:
+    def baselines(problem: Problem, backend: Backend) -> None:
         if not stop.is_set():
-            with contextlib.suppress(Exception):  # the baseline's time job reports any failure
-                ev.warm(problem, backend, options.model_copy(update={"device": devices[0]}))
+            with contextlib.suppress(Exception):  # perform() measures (and reports) them again
+                ev.baselines(problem, backend, options.model_copy(update={"device": devices[0]}))
 
     workers = [threading.Thread(target=device_worker, args=(d,), daemon=True)
                for d in devices for _ in range(lanes)]
     pool = ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2))
-    warmer = ThreadPoolExecutor(2)
+    ahead = ThreadPoolExecutor(1)  # the baselines, one problem after another
     with standby_workers():  # GPU jobs: the next worker starts while the current one runs
         for w in workers:
             w.start()
@@ -329,9 +335,9 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
             seen: set[tuple[str, str]] = set()
             for i, item in enumerate(items):
                 problem, _, backend = item
-                if hasattr(ev, "warm") and (problem.id, backend) not in seen:
+                if hasattr(ev, "baselines") and (problem.id, backend) not in seen:
                     seen.add((problem.id, backend))
-                    warmer.submit(warm, problem, backend)
+                    ahead.submit(baselines, problem, backend)
                 future = pool.submit(_contained, item, ev.compile, *item, options)
                 future.add_done_callback(lambda f, i=i: built(i, f))
             for _ in items:
@@ -339,7 +345,7 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
         finally:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
-            warmer.shutdown(wait=True, cancel_futures=True)  # no warm child outlives the batch
+            ahead.shutdown(wait=True, cancel_futures=True)  # no baseline child outlives it
             for _ in workers:
                 ready.put(None)
             for w in workers:

@@ -40,11 +40,9 @@ class WorkerJob(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["build", "correct", "time", "profile", "warm"] = Field(
+    kind: Literal["build", "correct", "time", "profile"] = Field(
         description="`build` imports the candidate (compiling it into extensions_dir); `correct` "
-        "checks it; `time` / `profile` measure `role`; `warm` compiles the `compiled` baseline "
-        "into torch.compile's caches, untimed, so its `time` job later spends no device time "
-        "compiling.")
+        "checks it; `time` / `profile` measure `role`.")
     role: Literal["candidate", "eager", "compiled"] = Field(
         default="candidate", description="Which program `time`/`profile` measure.")
     problem: Problem
@@ -297,7 +295,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
            device_lock: Path | None = None, alone: bool = False) -> JobRun:
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
-    and processes: a time or profile job holds it alone, correctness and warm jobs hold it shared
+    and processes: a time or profile job holds it alone, correctness jobs hold it shared
     (unless `alone`: a correctness job run again by itself). A GPU child sees only GPU
     `gpu_index`, as `cuda:0`. With
     `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
@@ -332,9 +330,9 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                         result_path=str(scratch / "result.json"),
                         nonce=digest(secrets.token_hex(16), kind, role)[:32],
                         cores=list(place.device) if place and kind == "time" else None)
-        # timing and profiling have the device to themselves; correctness and warm jobs may
-        # share it with each other (their verdicts do not depend on time), never with a timing
-        shared = kind in ("correct", "warm") and not alone
+        # timing and profiling have the device to themselves; correctness jobs may share it
+        # with each other (their verdicts do not depend on time), never with a timing
+        shared = kind == "correct" and not alone
         with locked(device_lock, shared) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)
@@ -352,7 +350,7 @@ def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
                     memory_mb: int | None, had_report: bool, why: str = "") -> WorkerReport:
     """The report the parent writes for a child that did not deliver a trustworthy one."""
     what = {"build": "the build", "correct": "the correctness run", "time": "the timing run",
-            "profile": "the profiling run", "warm": "the compile baseline's warm-up"}.get(job.kind, f"the {job.kind} job")
+            "profile": "the profiling run"}.get(job.kind, f"the {job.kind} job")
     if outcome.timed_out:
         status, text = Status.timeout, f"{what} {outcome.describe(timeout_s)}"
     elif outcome.ok:

@@ -46,8 +46,7 @@ _CLOCKS = {"cpp": "host_wall", "cuda": "cuda_events", "triton": "cuda_events"}
 _FORBIDDEN = {"build": {Status.timeout, Status.static_reject, Status.shape_mismatch, Status.mismatch},
               "correct": {Status.timeout, Status.static_reject},
               "time": {Status.timeout, Status.static_reject},
-              "profile": {Status.timeout, Status.static_reject},
-              "warm": {Status.timeout, Status.static_reject}}
+              "profile": {Status.timeout, Status.static_reject}}
 
 
 def read_job(fd: int = 0) -> bytearray:

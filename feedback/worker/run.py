@@ -71,10 +71,6 @@ def _dispatch(job: WorkerJob, report: WorkerReport) -> None:
         result = run_time(job)
         report.timing, report.noise, report.warnings = result.stats, result.noise, result.warnings
         report.flops, report.min_bytes = result.flops, result.min_bytes
-    elif job.kind == "warm":
-        from feedback.worker.timing import run_warm
-
-        run_warm(job)
     elif job.kind == "profile":
         from feedback.worker.profiling import run_profile
 

@@ -186,15 +186,6 @@ def run_time(job: WorkerJob) -> TimingResult:
     return result
 
 
-def run_warm(job: WorkerJob) -> None:
-    """The `warm` job: torch.compile of the reference, compiled by one untimed call, so that
-    Inductor's caches (TORCHINDUCTOR_CACHE_DIR, the Triton cache) hold its code when the
-    `compiled` role's time job runs: that job, which has the device to itself, then loads the
-    compiled code instead of compiling it. Nothing is measured; no candidate code runs."""
-    h = prepare(job.model_copy(update={"candidate_path": None}))
-    _compiled(h, job.options.compile_mode)
-
-
 def _program(h: Harness, job: WorkerJob):
     """The callable to time, under no_grad like every call in the worker."""
     if job.role == "candidate":

@@ -47,28 +47,54 @@ def test_a_mixed_batch_finishes_in_order(relu, fast_options, standby):
     assert time.monotonic() - start < 600
 
 
-def test_a_correctness_run_out_of_memory_beside_others_runs_again_alone(relu, fast_options,
-                                                                        monkeypatch):
-    """Correctness jobs share the device, so a job that ran short of memory may have done so for
-    the others' memory: it runs once more holding the device alone, and only then is it failed."""
+@pytest.fixture
+def jobs_run(monkeypatch) -> list[tuple[str, str, bool]]:
+    """Every worker job the evaluator runs during the test: (kind, role, alone)."""
     from feedback import evaluate as evaluate_module
 
     calls = []
     run = evaluate_module._run
 
     def counted(kind, role, problem, backend, options, paths, alone=False):
-        calls.append((kind, alone))
+        calls.append((kind, role, alone))
         return run(kind, role, problem, backend, options, paths, alone)
 
     monkeypatch.setattr(evaluate_module, "_run", counted)
+    return calls
+
+
+def test_a_correctness_run_out_of_memory_beside_others_runs_again_alone(relu, fast_options,
+                                                                        jobs_run):
+    """Correctness jobs share the device, so a job that ran short of memory may have done so for
+    the others' memory: it runs once more holding the device alone, and only then is it failed."""
     oom = cpp_candidate("relu").replace(
         "return ops.relu(x)",
         "ops.relu(x)\n        raise RuntimeError('CUDA out of memory. Tried to allocate 2 GiB')")
     options = fast_options.model_copy(update={"time": False, "run_timeout_s": 60})
     (r,) = evaluate_many([(relu, oom, "cpp")], options, devices=["cpu"], compile_workers=1)
     assert r.status == Status.runtime_error and "out of memory" in r.message, r.message
-    assert calls == [("correct", False), ("correct", True)]
-    calls.clear()
+    assert jobs_run == [("correct", "candidate", False), ("correct", "candidate", True)]
+    jobs_run.clear()
     (ok,) = evaluate_many([(relu, cpp_candidate("relu"), "cpp")], options, devices=["cpu"],
                           compile_workers=1)
-    assert ok.status == Status.ok and calls == [("correct", False)]
+    assert ok.status == Status.ok and jobs_run == [("correct", "candidate", False)]
+
+
+def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu, fast_options,
+                                                                          jobs_run):
+    """The baselines are timed into the cache from the batch's start (while its candidates
+    build), and the candidates' timings find them there: one eager timing for three candidates."""
+    from feedback import cache
+    from feedback.environment import host_environment, known_device
+
+    options = fast_options.model_copy(update={"compile_baseline": False, "run_timeout_s": 60})
+    device = known_device(host_environment("cpp", options.device))
+    record = cache.reference_path(options, relu, "time", "eager", "cpp", device)
+    record.unlink(missing_ok=True)
+    items = [(relu, cpp_candidate("relu", extra=f"\n# copy {i}\n"), "cpp") for i in range(3)]
+    results = evaluate_many(items, options, devices=["cpu"], compile_workers=2)
+    assert all(r.status == Status.ok and r.speedup_eager is not None for r in results), \
+        [r.message[:300] for r in results]
+    timings = [(kind, role) for kind, role, _ in jobs_run if kind == "time"]
+    assert timings.count(("time", "eager")) == 1 and timings.count(("time", "candidate")) == 3
+    assert record.exists()

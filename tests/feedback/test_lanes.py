@@ -2,7 +2,7 @@
 
 The lock: shared holders (correctness jobs) overlap, an exclusive one (a timing) waits for them
 and, once it waits, goes before any shared caller that comes after it. The lanes: `iter_evaluate`
-runs `lanes` candidates at once per device and warms each problem's compile baseline once.
+runs `lanes` candidates at once per device and times each problem's baselines once, ahead.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Recording:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.now = self.most = 0
-        self.warmed: list[tuple[str, str]] = []
+        self.ahead: list[tuple[str, str]] = []
 
     def compile(self, problem, code, backend, options) -> EvalResult:
         return EvalResult(status=Status.ok, backend=backend, problem_id=problem.id, code_hash=code)
@@ -89,12 +89,12 @@ class Recording:
     def perform(self, problem, code, backend, options, prior) -> EvalResult:
         return prior
 
-    def warm(self, problem, backend, options) -> None:
+    def baselines(self, problem, backend, options) -> None:
         with self.lock:
-            self.warmed.append((problem.id, backend))
+            self.ahead.append((problem.id, backend))
 
 
-def test_lanes_run_that_many_candidates_at_once_and_each_problem_warms_once(relu, fast_options):
+def test_lanes_run_that_many_candidates_at_once_and_each_problem_is_baselined_once(relu, fast_options):
     ev = Recording()
     items = [(relu, f"code {i}", "cuda") for i in range(8)]
     got = dict(iter_evaluate(items, fast_options, devices=["cuda:0"], compile_workers=4,
@@ -102,7 +102,7 @@ def test_lanes_run_that_many_candidates_at_once_and_each_problem_warms_once(relu
     assert sorted(got) == list(range(8)) and all(r.status == Status.ok for r in got.values())
     assert [got[i].code_hash for i in range(8)] == [f"code {i}" for i in range(8)]
     assert ev.most == 3
-    assert ev.warmed == [(relu.id, "cuda")]
+    assert ev.ahead == [(relu.id, "cuda")]
 
 
 def test_another_evaluator_gets_one_lane_per_device_unless_asked(relu, fast_options):
