@@ -21,7 +21,8 @@ def summary(result: dict) -> dict:
 
     `build_median_s`: the framework arm's median compile stage; `device_s_per_candidate`: its
     correctness + timing + profile seconds summed over the candidates that reached them, per such
-    candidate (what the device spent on each, baselines included).
+    candidate (what the device spent on each; the baselines a batch times ahead of its candidates,
+    `LocalEvaluator.baselines`, are in the arm's wall time but in no candidate's stages).
     """
     fw = result.get("framework") or {}
     rows = fw.get("rows", [])
