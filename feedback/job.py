@@ -225,9 +225,15 @@ class _Standby:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+MAX_WAITING = 8
+"""Waiting workers kept at most: specs differ per candidate (its extensions folder), so in a long
+batch each candidate would otherwise leave one idle worker (torch imported) until the end."""
+
+
 class _StandbyPool:
     """At most one waiting worker per spec, started when the previous one is taken, so the next
-    job's process start and imports overlap the current job instead of holding the device."""
+    job's process start and imports overlap the current job instead of holding the device; the
+    `MAX_WAITING` most recent ones are kept."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -243,6 +249,9 @@ class _StandbyPool:
                 return None
             worker = self.waiting.pop(spec, None)
             self.waiting[spec] = _Standby(spec)
+            stale = [self.waiting.pop(k) for k in list(self.waiting)[:-MAX_WAITING]]
+        for old in stale:
+            old.discard()
         if worker is not None and not worker.usable():
             worker.discard()
             return None

@@ -143,3 +143,20 @@ def test_a_gpu_job_starts_its_worker_before_it_waits_for_the_device(monkeypatch,
     assert gpu.trusted and "kr-standby-" in gpu.report.message
     assert cpu.trusted and "kr-correct-" in cpu.report.message
     assert not job_module._POOL.waiting
+
+
+def test_waiting_workers_are_kept_for_the_most_recent_specs_only(monkeypatch, relu, tmp_path):
+    """Each candidate's jobs have a spec of their own (its extensions folder): a long batch must
+    not keep one idle worker per candidate until its end."""
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    monkeypatch.setattr(job_module, "MAX_WAITING", 3)
+    options = EvalOptions(cache_dir=tmp_path / "cache")
+    with job_module.standby_workers(cpu=True):
+        for i in range(6):
+            got = launch("correct", relu, "cpp", options, candidate=None,
+                         extensions_dir=tmp_path / f"ext{i}", arch=None, gpu_index=None,
+                         timeout_s=20)
+            assert got.trusted
+        waiting = list(job_module._POOL.waiting.values())
+        assert len(waiting) == 3 and all(w.usable() for w in waiting)
+    assert not job_module._POOL.waiting
