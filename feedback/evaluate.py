@@ -43,7 +43,8 @@ from problems.record import Problem
 from problems.spec import SpecError, select
 
 
-SHORT_OF_MEMORY = re.compile(r"out of memory|ALLOC_FAILED|NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_INTERNAL_ERROR")
+SHORT_OF_MEMORY = re.compile(
+    r"out of memory|ALLOC_FAILED|NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_INTERNAL_ERROR")
 """A correctness failure that other jobs sharing the device may have caused (their memory): such
 a job runs once more with the device to itself before its verdict stands."""
 
@@ -287,11 +288,11 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
     candidate each (None: `GPU_LANES` on this machine's GPUs, 1 for cpp-only batches and for
     another `evaluator`); the device lock lets their correctness jobs overlap and gives each
     timing the device alone. Each problem's baselines are timed into the cache
-    (`LocalEvaluator.baselines`) from the start, while the candidates build. `evaluator` runs the stages elsewhere (a
-    RayEvaluator: pass one device name per stage actor; the actor picks its own GPU); None = this
-    machine. Closing the generator early (a consumer's KeyboardInterrupt) cancels the builds not
-    started yet and stops the device workers after their current job; what was yielded stays
-    yielded.
+    (`LocalEvaluator.baselines`) from the start, while the candidates build. `evaluator` runs
+    the stages elsewhere (a RayEvaluator: pass one device name per stage actor; the actor picks
+    its own GPU); None = this machine. Closing the generator early (a consumer's
+    KeyboardInterrupt) cancels the builds not started yet and stops the device workers after
+    their current job; what was yielded stays yielded.
     """
     options = options or EvalOptions()
     devices = list(devices or [options.device])

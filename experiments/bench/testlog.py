@@ -38,7 +38,7 @@ def _trace_jobs(path: str) -> None:
     launch, locked = job.launch, job.locked
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
-        here.job, here.wait, here.held = (kind, role, problem.id), None, None
+        here.wait, here.held = None, None
         start, run = time.monotonic(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import types
-from time import perf_counter
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import torch
