@@ -34,6 +34,10 @@ from feedback.result import Correctness, Environment, Profile, Status, TimingSta
 from feedback.sandbox import ChildOutcome, Started, run_child, start_child, wait_child
 from problems.record import Problem
 
+DEVICE_WAIT_EXIT = 3
+"""The worker's exit status when a candidate's device work outlived its limit after forward()
+returned (feedback/worker/devices.py, `device_wait_limit`): reported as a time-out."""
+
 
 class WorkerJob(BaseModel):
     """One unit of child-side work."""
@@ -362,6 +366,8 @@ def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
             "profile": "the profiling run"}.get(job.kind, f"the {job.kind} job")
     if outcome.timed_out:
         status, text = Status.timeout, f"{what} {outcome.describe(timeout_s)}"
+    elif outcome.returncode == DEVICE_WAIT_EXIT and job.kind != "build":
+        status, text = Status.timeout, f"{what} timed out waiting for the device"
     elif outcome.ok:
         status = Status.runtime_error
         text = (f"forged or missing result: {what} exited with status 0 without a valid report "

@@ -8,7 +8,8 @@ first, then wait for the job (the parent starts such a worker ahead of its job: 
 the report is written to `job.result_path`, echoing the nonce.
 
 Exit status 0 once a report is written, whatever its status; 2 when the job is unreadable (then
-there is nowhere to write). The worker leaves through `os._exit`: a candidate's `atexit` handlers
+there is nowhere to write); 3 (`feedback.job.DEVICE_WAIT_EXIT`) when a candidate's device work
+outlived its limit after forward() returned (feedback/worker/devices.py). The worker leaves through `os._exit`: a candidate's `atexit` handlers
 and leftover non-daemon threads must neither rewrite the report nor hold the process.
 """
 

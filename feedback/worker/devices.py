@@ -9,10 +9,19 @@ candidate that flips them is caught by the tamper snapshot (issue 4, class 10).
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 
 import torch
 
+from feedback.job import DEVICE_WAIT_EXIT
 from feedback.options import Backend
+
+DEVICE_WAIT_S = 10.0
+"""Least time a candidate's device work may take after its forward() returned, before the worker
+ends itself as hung (`device_wait_limit`); raised to `DEVICE_WAIT_FACTOR` x the reference's call."""
+DEVICE_WAIT_FACTOR = 100.0
+_ENFORCE_WAIT = [False]
 
 
 def job_device(backend: Backend, device: str) -> torch.device:
@@ -42,13 +51,50 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def check_launches(device: torch.device) -> None:
+def check_launches(device: torch.device, wait_limit_s: float | None = None) -> None:
     """Surface a failed launch of the call just made (issue 4, class 3): a kernel launched with an
     invalid configuration leaves a *non-sticky* error that no synchronize reports, so launch one
-    tiny kernel of torch's, whose launch check raises it, then wait for the whole device."""
+    tiny kernel of torch's, whose launch check raises it, then wait for the whole device (at most
+    `wait_limit_s`: see `device_wait_limit`)."""
     if device.type == "cuda":
         torch.empty(1, device=device).fill_(0)
-        torch.cuda.synchronize(device)
+        with device_wait_limit(wait_limit_s):
+            torch.cuda.synchronize(device)
+
+
+def enforce_device_waits(on: bool) -> None:
+    """Let `device_wait_limit` end the process (the worker process: on; a test's in-process job:
+    off, the limit is not applied)."""
+    _ENFORCE_WAIT[0] = on
+
+
+@contextlib.contextmanager
+def device_wait_limit(limit_s: float | None):
+    """Wait for the device at most `limit_s`: past it, the worker reports a hang on stderr and
+    leaves with DEVICE_WAIT_EXIT, which the parent reports as a time-out. Used after a candidate's
+    forward() returned, when all that is left is its device work (a Triton JIT or an autotune has
+    already run on the host by then): a kernel that spins forever then costs seconds of the
+    device instead of the whole job's run limit, during which a correctness job holds the device
+    and every timing waits behind it. torch.cuda.synchronize releases the GIL, so the watchdog
+    thread runs while the main thread waits."""
+    if limit_s is None or not _ENFORCE_WAIT[0]:
+        yield
+        return
+    done = threading.Event()
+
+    def watch() -> None:
+        if not done.wait(limit_s):
+            os.write(2, (f"\nthe candidate's device work did not finish within {limit_s:.3g} s "
+                         "after its forward() returned (a kernel that never ends?)\n").encode())
+            os._exit(DEVICE_WAIT_EXIT)
+
+    watchdog = threading.Thread(target=watch, name="kr-device-wait", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watchdog.join()  # gone before the candidate's threads are counted
 
 
 def keep_freed_memory() -> None:

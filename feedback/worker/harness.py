@@ -58,6 +58,9 @@ class Harness:
     reference_ops: dict[str, int] = field(default_factory=dict)
     reference_hooks: dict[str, int] = field(default_factory=dict)
     audit: audit.AuditLog | None = None
+    reference_s: float = 0.0
+    """The slowest reference call so far (seconds, device work included): scales how long a
+    candidate's device work may take after its forward() returned (devices.device_wait_limit)."""
     own: OwnCode | None = None
     weight_rule: str | None = None  # how the reference's weights reached the candidate (loading.py)
     notes: list[str] = field(default_factory=list)
@@ -222,7 +225,7 @@ def call_candidate(h: Harness, args: Any, held: Any = (), label: str = "a call")
                 output, own_calls = h.own.run(lambda: h.candidate(*args))
             else:
                 output = h.candidate(*args)
-        devices.check_launches(h.device)
+        devices.check_launches(h.device, device_wait_s(h))
     except BaseException as exc:
         check_audit(h, "during forward()")
         raise candidate_error(exc, "ModelNew.forward raised") from exc
@@ -234,8 +237,14 @@ def call_candidate(h: Harness, args: Any, held: Any = (), label: str = "a call")
     return output
 
 
+def device_wait_s(h: Harness) -> float:
+    """How long a candidate call's device work may run on after its forward() returned."""
+    return max(devices.DEVICE_WAIT_S, devices.DEVICE_WAIT_FACTOR * h.reference_s)
+
+
 def call_reference(h: Harness, args: Any, want64: bool) -> tuple[Any, Any | None]:
     """The reference output, and the float64 reference's when asked and available."""
+    start = perf_counter()
     with torch.no_grad():
         ref = h.reference(*args)
         ref64 = None
@@ -246,4 +255,5 @@ def call_reference(h: Harness, args: Any, want64: bool) -> tuple[Any, Any | None
                 h.notes.append(f"float64 reference failed ({exc!r}); kernelbench tolerance used")
                 h.reference64 = None
     devices.synchronize(h.device)
+    h.reference_s = max(h.reference_s, perf_counter() - start)
     return ref, ref64

@@ -42,7 +42,7 @@ from feedback.result import Status
 from feedback.worker import devices, guards, inputs
 from feedback.worker.cputime import NewThreadTime
 from feedback.worker.errors import JobFailure, candidate_error
-from feedback.worker.harness import Harness, call_reference, check_integrity
+from feedback.worker.harness import Harness, call_reference, check_integrity, device_wait_s
 from feedback.worker.tolerance import compare
 
 PROBES = 8
@@ -101,7 +101,7 @@ class TimingGuard:
                     out, own_calls = h.own.run(lambda: h.candidate(*buffers[k]))
                 else:
                     out = h.candidate(*buffers[k])
-            devices.check_launches(h.device)
+            devices.check_launches(h.device, device_wait_s(h))
         except BaseException as exc:  # noqa: BLE001
             raise candidate_error(exc, "ModelNew.forward raised during timing") from exc
         guards.check_output(out, buffers[k], held)

@@ -16,7 +16,7 @@ import torch
 from feedback import fastbuild
 from feedback.job import WorkerJob, WorkerReport
 from feedback.result import Status
-from feedback.worker import audit, harness
+from feedback.worker import audit, devices, harness
 from feedback.worker.caches import configure_environment
 from feedback.worker.errors import JobFailure, format_exception
 
@@ -30,6 +30,7 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
     runs between the last integrity check and the report's serialisation.
     """
     start = perf_counter()
+    devices.enforce_device_waits(not in_process)
     configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
     fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
     report = WorkerReport(nonce=job.nonce, status=Status.ok, kind=job.kind, role=job.role,

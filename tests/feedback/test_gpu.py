@@ -64,6 +64,8 @@ def test_failure_messages_name_the_cause(batch):
     assert "illegal memory access" in results["wild"].message.lower() or \
         "SIG" in results["wild"].message, results["wild"].message
     assert "timed out" in results["hang"].message
+    # ended by the worker's device-wait limit, long before the job's run limit
+    assert "after its forward() returned" in results["hang"].message, results["hang"].message
     assert "without a valid report" in results["leave"].message
     broken = results["broken"].message
     assert ("cuda.cu(" in broken and "undefined_value" in broken) if backend == "cuda" else broken

@@ -61,7 +61,8 @@ def test_a_valid_report_is_trusted(monkeypatch, relu, tmp_path):
     ("send(report(), hello='guessed')\n", Status.runtime_error, "forged or missing result"),
     ("send({'nonce': job['nonce']})\n", Status.runtime_error, "forged or missing result"),
     ("print('all good')\n", Status.runtime_error, "forged or missing result"),
-    (REPORT + "os._exit(3)\n", Status.runtime_error, "exited with status 3 after writing its report"),
+    (REPORT + "os._exit(4)\n", Status.runtime_error, "exited with status 4 after writing its report"),
+    ("os._exit(3)\n", Status.timeout, "timed out waiting for the device"),  # DEVICE_WAIT_EXIT
     ("import signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", Status.runtime_error, "SIGSEGV"),
     ("import time\ntime.sleep(60)\n", Status.timeout, "timed out after 3 s"),
     ("raise ValueError('boom in the worker')\n", Status.runtime_error, "boom in the worker"),
