@@ -13,8 +13,9 @@ the section it cut:
    that lock) alone on the machine, with no build competing for the CPU;
 4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
    --short`);
-5. throughput: a short throughput batch (`experiments.bench.throughput --short`);
-6. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`).
+5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`);
+6. throughput: a short throughput batch (`experiments.bench.throughput --short`), last: its arms
+   build their candidates cold, each on a cache of its own, by design.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
@@ -41,10 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
+SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "ray", "throughput")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 90, "stability": 120,
             "throughput": 120, "ray": 60}  # caps; the whole run stops at --budget-s
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
+STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
 
 
 class Check:
@@ -217,7 +219,8 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
     log.unlink(missing_ok=True)
     joblog.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "pytest", "-q", "-m", marker, "-p", "no:cacheprovider",
-            "-p", "experiments.bench.testlog", *(select or ["tests"])]
+            "-p", "experiments.bench.testlog", "-o", f"faulthandler_timeout={STALL_S}",
+            *(select or ["tests"])]
     if workers > 1 and xdist_available():
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
@@ -404,14 +407,14 @@ def main(argv: list[str] | None = None) -> int:
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                              "--out", str(stability_json)], stability_json, stability_figures))
-    throughput_json = args.out / "throughput.json"
-    section("throughput", lambda: bench(
-        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                              "--out", str(throughput_json)], throughput_json, throughput_figures))
     section("ray", lambda: bench(
         check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
                        "--executor", "ray", "--out", "/tmp/kernel-refine-gpu-check-runs"],
         Path("/nonexistent"), lambda d: {}))
+    throughput_json = args.out / "throughput.json"
+    section("throughput", lambda: bench(
+        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                              "--out", str(throughput_json)], throughput_json, throughput_figures))
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

@@ -56,8 +56,8 @@ from problems.loaders import SUITE_ROOT
 
 CANDIDATES = Path(__file__).parent / "candidates"
 
-SHORT = 4
-"""Candidates of `--short` (one per problem)."""
+SHORT = 2
+"""Candidates of `--short` (one per problem): two cold builds per arm fit `make gpu-check`."""
 
 
 def find_candidates(run_dir: Path, problems_root: Path) -> tuple[list[dict], list[str]]:
