@@ -36,7 +36,9 @@ from problems.record import Problem
 
 DEVICE_WAIT_EXIT = 3
 """The worker's exit status when a candidate's device work outlived its limit after forward()
-returned (feedback/worker/devices.py, `device_wait_limit`): reported as a time-out."""
+returned (feedback/worker/devices.py, `device_wait_limit`), with DEVICE_WAIT_SAID on stderr:
+both together are reported as a time-out (a candidate's own `os._exit(3)` is an exit status)."""
+DEVICE_WAIT_SAID = "the candidate's device work did not finish within"
 
 
 class WorkerJob(BaseModel):
@@ -366,7 +368,8 @@ def _failure_report(job: WorkerJob, outcome: ChildOutcome, timeout_s: float,
             "profile": "the profiling run"}.get(job.kind, f"the {job.kind} job")
     if outcome.timed_out:
         status, text = Status.timeout, f"{what} {outcome.describe(timeout_s)}"
-    elif outcome.returncode == DEVICE_WAIT_EXIT and job.kind != "build":
+    elif (outcome.returncode == DEVICE_WAIT_EXIT and job.kind != "build"
+          and DEVICE_WAIT_SAID in outcome.stderr_tail):
         status, text = Status.timeout, f"{what} timed out waiting for the device"
     elif outcome.ok:
         status = Status.runtime_error

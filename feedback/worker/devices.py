@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from feedback.job import DEVICE_WAIT_EXIT
+from feedback.job import DEVICE_WAIT_EXIT, DEVICE_WAIT_SAID
 from feedback.options import Backend
 
 DEVICE_WAIT_S = 10.0
@@ -84,8 +84,8 @@ def device_wait_limit(limit_s: float | None):
 
     def watch() -> None:
         if not done.wait(limit_s):
-            os.write(2, (f"\nthe candidate's device work did not finish within {limit_s:.3g} s "
-                         "after its forward() returned (a kernel that never ends?)\n").encode())
+            os.write(2, (f"\n{DEVICE_WAIT_SAID} {limit_s:.3g} s after its forward() returned "
+                         "(a kernel that never ends?)\n").encode())
             os._exit(DEVICE_WAIT_EXIT)
 
     watchdog = threading.Thread(target=watch, name="kr-device-wait", daemon=True)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from feedback import job as job_module
-from feedback.job import WorkerJob, launch
+from feedback.job import DEVICE_WAIT_SAID, WorkerJob, launch
 from feedback.options import EvalOptions
 from feedback.result import Status
 
@@ -62,7 +62,9 @@ def test_a_valid_report_is_trusted(monkeypatch, relu, tmp_path):
     ("send({'nonce': job['nonce']})\n", Status.runtime_error, "forged or missing result"),
     ("print('all good')\n", Status.runtime_error, "forged or missing result"),
     (REPORT + "os._exit(4)\n", Status.runtime_error, "exited with status 4 after writing its report"),
-    ("os._exit(3)\n", Status.timeout, "timed out waiting for the device"),  # DEVICE_WAIT_EXIT
+    ("os._exit(3)\n", Status.runtime_error, "exited with status 3"),  # not the worker's own
+    (f"import sys\nsys.stderr.write({DEVICE_WAIT_SAID + ' 10 s'!r})\nos._exit(3)\n", Status.timeout,
+     "timed out waiting for the device"),  # DEVICE_WAIT_EXIT, said by the worker's watchdog
     ("import signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", Status.runtime_error, "SIGSEGV"),
     ("import time\ntime.sleep(60)\n", Status.timeout, "timed out after 3 s"),
     ("raise ValueError('boom in the worker')\n", Status.runtime_error, "boom in the worker"),

@@ -63,6 +63,9 @@ def test_the_parent_reports_that_exit_as_a_time_out(kit):
     assert said in report.message
     build = _failure_report(kit.job("build", "x", None), outcome, 120, None, False)
     assert build.status == Status.runtime_error and "exited with status 3" in build.message
+    own = outcome.model_copy(update={"stderr_tail": "bye"})  # a candidate's own os._exit(3)
+    mine = _failure_report(kit.job("correct", "x", None), own, 120, None, False)
+    assert mine.status == Status.runtime_error and "exited with status 3" in mine.message
 
 
 def test_the_limit_grows_with_a_slow_reference():
