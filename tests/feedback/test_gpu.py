@@ -1,19 +1,16 @@
 """The evaluator on a real GPU (opt-in: `pytest -m gpu`): the cpp pipeline's cases for cuda and
-triton, and a kernel that makes an illegal memory access followed by a correct one in one batch.
+triton, and a kernel that makes an illegal memory access followed by a correct one in one batch
+(the command line on the GPU: test_gpu_cli.py, a file of its own so a parallel run starts it at
+once).
 
 Each backend's cases run as one evaluate_many batch (one GPU worker, builds in the CPU pool).
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
 from candidates import BROKEN_CUDA, cuda_candidate, triton_candidate
+
 from feedback.evaluate import evaluate_many
 from feedback.result import EvalResult, Status
 
@@ -79,16 +76,3 @@ def test_illegal_memory_access_then_a_correct_kernel_in_one_batch(relu, gpu_opti
     assert bad.status == Status.runtime_error
     assert good.status == Status.ok and good.correctness.trials_passed == good.correctness.trials
 
-
-def test_cli_json_on_the_gpu(tmp_path, cache_dir):
-    cand = tmp_path / "relu.py"
-    cand.write_text(cuda_candidate("relu"))
-    proc = subprocess.run([sys.executable, "-m", "feedback.evaluate", "suite:level1/19", str(cand),
-                           "--backend", "cuda", "--size", "small", "--json", "--device", "cuda:0",
-                           "--timing-trials", "20", "--profile", "--cache-dir", str(cache_dir)],
-                          capture_output=True, text=True, timeout=900,
-                          cwd=Path(__file__).resolve().parents[2])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    r = EvalResult.model_validate(json.loads(proc.stdout))
-    assert r.status == Status.ok, r.message
-    assert r.profile is not None and r.profile.device == "cuda"

@@ -197,6 +197,7 @@ PERSIST_CANDIDATE = ("import torch\nimport torch.nn as nn\n"
                      "class ModelNew(nn.Module):\n"
                      "    def forward(self, x):\n"
                      "        return ops.relu(x)\n")
+GPU_FIXTURES = [("suite:level1/19", PERSIST_CANDIDATE, "cuda")]  # built first by `make gpu-check`
 
 
 def test_a_kernel_that_makes_its_inputs_persist_in_l2_is_refused(kit, relu, cache_dir):
