@@ -56,7 +56,28 @@ def run_suite(args: argparse.Namespace) -> int:
     workers = args.compiles if args.compiles is not None else max(1, (os.cpu_count() or 2) // 2)
     load = BuildLoad(workers, options).start() if workers else None
     rows: dict[str, list[dict]] = {k.name: [] for k, *_ in items}
+    benches: dict[str, float | None] = {}
     start, result = time.monotonic(), None
+
+    def write(complete: bool) -> dict:
+        """The record so far, written to --out at once: a run cut by a time limit keeps every
+        evaluation that finished (`complete` false until do_bench has run too)."""
+        env = result.environment.model_dump() if result and result.environment else {}
+        finished = load.finished if load else 0
+        record = {"date": datetime.date.today().isoformat(), "device": env.get("device"),
+                  "complete": complete, "compiles_alongside": bool(finished),
+                  "compile_workers": workers, "builds_finished_alongside": finished,
+                  "build_failures": (load.failed if load else [])[:3],
+                  "timed_seconds": round(time.monotonic() - start, 1), "backend": args.backend,
+                  "short": args.short,
+                  "command": " ".join(["python -m experiments.bench.timing_stability", *sys.argv[1:]]),
+                  "options": overrides, "environment": env,
+                  "kernels": [_kernel(k, problem, rows[k.name], benches.get(k.name), args.n)
+                              for k, problem, *_ in items]}
+        if args.out:
+            args.out.write_text(json.dumps(record, indent=2))
+        return record
+
     try:
         with standby_workers():  # as sweeps run them: the next job's worker starts early
             for i in range(args.n):
@@ -69,59 +90,58 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "samples": run.n if run else None,
                                          "calls_per_sample": run.calls_per_sample if run else None,
                                          "sm_clock_mhz": run.sm_clock_mhz if run else None})
-                    print(f"{k.name} run {i}: {result.status.value} median={rows[k.name][-1]['median_ms']} "
+                    row = rows[k.name][-1]
+                    print(f"{k.name} run {i}: {result.status.value} median={row['median_ms']} "
                           f"ms noise={result.noise} speedup={result.speedup_eager} "
-                          f"samples={rows[k.name][-1]['samples']}x{rows[k.name][-1]['calls_per_sample']} "
-                          f"{result.message[:200]}", flush=True)
+                          f"samples={row['samples']}x{row['calls_per_sample']} "
+                          f"sm_clock={row['sm_clock_mhz']} MHz {result.message[:200]}", flush=True)
+                    write(complete=False)
+        timed_s = time.monotonic() - start
+        # no new load builds; those in flight end while do_bench runs (they are load, no result)
+        if load:
+            load.stop(wait=False)
+        for k, problem, opts, code in items:
+            if args.backend != "cpp" and not args.no_do_bench:
+                benches[k.name] = _do_bench(problem, code, args.backend, opts, locate)
     finally:
-        finished = load.stop() if load else 0
-    timed_s = time.monotonic() - start
-    out = []
-    for k, problem, opts, code in items:
-        medians = [r["median_ms"] for r in rows[k.name] if r["median_ms"]]
-        speedups = [r["speedup_eager"] for r in rows[k.name] if r["speedup_eager"]]
-        ok = len(medians) == args.n
-        bench = None
-        if args.backend != "cpp" and not args.no_do_bench:
-            bench = _do_bench(problem, code, args.backend, opts, locate)
-        median = sorted(medians)[len(medians) // 2] if medians else None
-        out.append({"name": k.name, "problem": problem.id, "size": k.size or k.preset,
-                    "median_ms": median, "evaluations": len(medians),
-                    "spread_pct": _pct(spread(medians)) if ok else None,
-                    "speedup_spread_pct": _pct(spread(speedups)) if len(speedups) == args.n else None,
-                    "do_bench_ms": bench,
-                    "do_bench_agreement_pct": _pct(median / bench - 1) if median and bench else None,
-                    "medians_ms": medians, "noise": [r["noise"] for r in rows[k.name]],
-                    "runs": rows[k.name]})
-        print(f"{k.name}: median {median} ms, spread over {len(medians)} evaluations "
-              f"{out[-1]['spread_pct']}%, do_bench {bench} ms")
-    env = result.environment.model_dump() if result and result.environment else {}
-    record = {"date": datetime.date.today().isoformat(), "device": env.get("device"),
-              "compiles_alongside": bool(finished), "compile_workers": workers,
-              "builds_finished_alongside": finished, "build_failures": (load.failed if load else [])[:3],
-              "timed_seconds": round(timed_s, 1), "backend": args.backend, "short": args.short,
-              "command": " ".join(["python -m experiments.bench.timing_stability", *sys.argv[1:]]),
-              "options": overrides, "environment": env, "kernels": out}
-    if args.out:
-        args.out.write_text(json.dumps(record, indent=2))
+        if load:
+            load.stop()
+    record = write(complete=True)
+    for row in record["kernels"]:
+        print(f"{row['name']}: median {row['median_ms']} ms, spread over {row['evaluations']} "
+              f"evaluations {row['spread_pct']}%, do_bench {row['do_bench_ms']} ms")
+    out = record["kernels"]
     worst = max((r["spread_pct"] for r in out if r["spread_pct"] is not None), default=None)
-    print(f"builds finished alongside: {finished}; worst spread {worst}% "
+    print(f"builds finished alongside: {record['builds_finished_alongside']}; worst spread {worst}% "
           f"(target 1.5%); timed part {timed_s:.0f} s")
     return 0 if all(r["spread_pct"] is not None for r in out) else 1
 
 
+def _kernel(k, problem, runs: list[dict], bench: float | None, n: int) -> dict:
+    """One kernel's figures from its evaluations so far."""
+    medians = [r["median_ms"] for r in runs if r["median_ms"]]
+    speedups = [r["speedup_eager"] for r in runs if r["speedup_eager"]]
+    median = sorted(medians)[len(medians) // 2] if medians else None
+    return {"name": k.name, "problem": problem.id, "size": k.size or k.preset,
+            "median_ms": median, "evaluations": len(medians),
+            "spread_pct": _pct(spread(medians)) if len(medians) == n else None,
+            "speedup_spread_pct": _pct(spread(speedups)) if len(speedups) == n else None,
+            "do_bench_ms": bench,
+            "do_bench_agreement_pct": _pct(median / bench - 1) if median and bench else None,
+            "medians_ms": medians, "noise": [r["noise"] for r in runs], "runs": runs}
+
+
 def _do_bench(problem, code, backend, opts, locate) -> float | None:
     """do_bench of the evaluator's build of `code`, in a child, holding the device's lock."""
-    import socket
     from pathlib import Path
 
     from experiments.bench.child import run_do_bench_child
     from feedback.cache import locked
+    from feedback.evaluate import device_lock
 
     paths = locate(code, backend, opts)
     root = Path(opts.cache_dir).resolve()
-    lock = root / "devices" / f"{socket.gethostname()}-{opts.device.replace(':', '')}.lock"
-    with locked(lock):
+    with locked(device_lock(opts)):
         got = run_do_bench_child(paths.candidate, problem.model_dump(), ext_dir=paths.extensions_dir,
                                  size=opts.size, device=opts.device, cache_dir=root)
     if got.get("do_bench_ms") is None:

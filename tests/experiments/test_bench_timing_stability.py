@@ -25,3 +25,36 @@ def test_spread_is_max_over_min_of_the_medians():
 def test_an_unknown_option_is_a_clear_error(capsys):
     assert main(["suite:level1/19", __file__, "--variant", "x:no_such_option=1"]) == 2
     assert "no_such_option" in capsys.readouterr().err
+
+
+def test_the_suite_writes_each_evaluation_as_it_finishes(tmp_path, monkeypatch):
+    """cpp, one evaluation per kernel, no build load: a run cut after two evaluations (here by an
+    exception in the third, as a time limit's signal would) leaves those two in --out; a whole run
+    says it is complete."""
+    import json
+
+    import feedback.evaluate as fe
+
+    real, done = fe.evaluate, []
+
+    def evaluate(*args, **kwargs):
+        if len(done) == 2:
+            raise KeyboardInterrupt  # the run is cut here
+        done.append(real(*args, **kwargs))
+        return done[-1]
+
+    out = tmp_path / "stability.json"
+    argv = ["--backend", "cpp", "--short", "-n", "1", "--compiles", "0", "--out", str(out)]
+    monkeypatch.setattr(fe, "evaluate", evaluate)
+    with pytest.raises(KeyboardInterrupt):
+        main(argv)
+    cut = json.loads(out.read_text())
+    assert cut["complete"] is False and not cut["compiles_alongside"]
+    assert [k["evaluations"] for k in cut["kernels"]] == [1, 1, 0]
+    assert all(r["status"] == "ok" for k in cut["kernels"] for r in k["runs"]), cut["kernels"]
+    monkeypatch.setattr(fe, "evaluate", real)
+    assert main(argv) == 1  # complete, but one evaluation per kernel measures no spread
+    whole = json.loads(out.read_text())
+    assert whole["complete"] is True and [k["evaluations"] for k in whole["kernels"]] == [1, 1, 1]
+    assert all(k["median_ms"] > 0 and k["do_bench_ms"] is None and k["spread_pct"] is None
+               for k in whole["kernels"])
