@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import secrets
+import select
 import shutil
 import subprocess
 import sys
@@ -111,8 +112,26 @@ def worker_entry() -> list[str]:
     return [sys.executable, "-m", "feedback.worker"]
 
 
-def _worker_argv(channel_fd: int, standby: bool = False) -> list[str]:
-    return [*worker_entry(), "--channel", str(channel_fd), *(["--standby"] if standby else [])]
+def _worker_argv(channel_fd: int, pipes: tuple[int, int] | None = None) -> list[str]:
+    """A worker reporting on `channel_fd`; with `pipes` (its signal and go descriptors), a
+    standby one (feedback/worker/handoff.py)."""
+    standby = ["--standby", *map(str, pipes)] if pipes is not None else []
+    return [*worker_entry(), "--channel", str(channel_fd), *standby]
+
+
+READY, PREPARED = b"R", b"P"
+"""What a standby worker writes on its signal pipe: its imports are done; (a `prepares_shared`
+job) it is prepared and waits for the device to itself."""
+
+
+def prepares_shared(kind: str, role: str, compile_mode: str = "default") -> bool:
+    """Whether a job prepares with the device shared and holds it alone only for its timed part:
+    time jobs of the references (eager, compiled), whose processes never load candidate code.
+    Their set-up (problem, reference, CUDA, torch.compile's compile) held the device alone before:
+    on the H200 a new problem's two baselines held it ~22 s (docs/benchmarks.md, P2). Not an
+    autotuning compile: it times its choices on the device, which must then be its own."""
+    autotunes = role == "compiled" and "autotune" in compile_mode
+    return kind == "time" and role != "candidate" and not autotunes
 
 
 def _sandbox(scratch: Path, *, timeout_s: float, gpu: bool, memory_mb: int | None,
@@ -193,33 +212,79 @@ class _Spec:
                          extra=dict(self.extra_env))
 
 
+READY_S = 60.0
+"""How long a job waits for its standby worker's imports before it asks for the device anyway."""
+
+
 class _Standby:
-    """A worker started before its job: it imports torch and the worker's modules, then blocks
-    reading its job from a pipe. Used once, for one job, like any worker."""
+    """A worker started before its job: it imports torch and the worker's modules, says so on its
+    signal pipe, then blocks reading its job from stdin. Used once, for one job, like any worker.
+    The go pipe serves `prepares_shared` jobs (feedback/worker/handoff.py)."""
 
     def __init__(self, spec: _Spec) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="kr-standby-"))
         self.report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by discard()
         self.fd = os.open(f"/proc/self/fd/{self.report_file.fileno()}", os.O_RDONLY)
+        self.signal_fd, signal_w = os.pipe()
+        go_r, self.go_fd = os.pipe()
+        self.ready = False
         self.child: Started | ChildOutcome = start_child(
-            _worker_argv(self.fd, standby=True), env=spec.env(self.scratch),
-            stdin=subprocess.PIPE, pass_fds=(self.fd,), **_sandbox(
+            _worker_argv(self.fd, (signal_w, go_r)), env=spec.env(self.scratch),
+            stdin=subprocess.PIPE, pass_fds=(self.fd, signal_w, go_r), **_sandbox(
                 self.scratch, timeout_s=spec.timeout_s, gpu=spec.gpu_index is not None,
                 memory_mb=spec.memory_mb, max_output_bytes=spec.max_output_bytes,
                 readonly=spec.readonly, writable=spec.writable, cpus=spec.cpus, nice=spec.nice))
-        os.close(self.fd)
+        for fd in (self.fd, signal_w, go_r):
+            os.close(fd)
 
     def usable(self) -> bool:
         return isinstance(self.child, Started) and self.child.alive()
 
+    def _signal(self, limit_s: float) -> bytes:
+        """The worker's next byte on its signal pipe; b"" when it ended or after `limit_s`."""
+        if not self.usable() or not select.select([self.signal_fd], [], [], max(limit_s, 0))[0]:
+            return b""
+        with contextlib.suppress(OSError):
+            return os.read(self.signal_fd, 1)
+        return b""
+
+    def wait_ready(self, limit_s: float = READY_S) -> None:
+        """Until the worker's imports are done (or it ended, or `limit_s`): a job asks for the
+        device only then, so the device is not held while torch imports (~4 s on a busy 16-core
+        host; on the H200, 86 correctness jobs held the device 6 s each for 1.7 s of work)."""
+        if not self.ready:
+            self.ready = self._signal(limit_s) == READY
+
     def run(self, job: WorkerJob, spec: _Spec) -> JobRun:
         """Deliver the job and wait for the worker; its time limit counts from now."""
+        return self._finish(job, spec, self._deliver(job))
+
+    def run_prepared_shared(self, job: WorkerJob, spec: _Spec, lock: Path) -> JobRun:
+        """A `prepares_shared` job: delivered holding `lock` shared, which it holds alone from the
+        worker's word that it is prepared to its end. The wait for the lock in between does not
+        count against the job's time limit (the worker does nothing meanwhile)."""
+        with locked(lock, shared=True):
+            since = self._deliver(job)
+            prepared = self._signal(spec.timeout_s - (time.monotonic() - since)) == PREPARED
+        if not prepared:  # it ended (or ran out of time) while preparing: its outcome says how
+            return self._finish(job, spec, since)
+        asked = time.monotonic()
+        with locked(lock):
+            since += time.monotonic() - asked
+            with contextlib.suppress(OSError):
+                os.write(self.go_fd, b"1")
+            return self._finish(job, spec, since)
+
+    def _deliver(self, job: WorkerJob) -> float:
         assert isinstance(self.child, Started)
         since = time.monotonic()
         with contextlib.suppress(OSError):  # a worker that died meanwhile: its outcome says how
             self.child.proc.stdin.write(job.model_dump_json().encode())
         with contextlib.suppress(OSError):
             self.child.proc.stdin.close()
+        return since
+
+    def _finish(self, job: WorkerJob, spec: _Spec, since: float) -> JobRun:
         outcome = wait_child(self.child, timeout_s=spec.timeout_s, memory_mb=spec.memory_mb,
                              since=since)
         return _judge(job, outcome, self.report_file, spec.timeout_s, spec.memory_mb)
@@ -227,6 +292,9 @@ class _Standby:
     def discard(self) -> None:
         if isinstance(self.child, Started):
             self.child.kill()
+        for fd in (self.signal_fd, self.go_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self.report_file.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -310,8 +378,9 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
            device_lock: Path | None = None, alone: bool = False) -> JobRun:
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
-    and processes: a time or profile job holds it alone, correctness jobs hold it shared
-    (unless `alone`: a correctness job run again by itself). A GPU child sees only GPU
+    and processes: a time or profile job holds it alone (a reference's time job only from its
+    timed part on: `prepares_shared`), correctness jobs hold it shared (unless `alone`: a
+    correctness job run again by itself). A GPU child sees only GPU
     `gpu_index`, as `cuda:0`. With
     `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
     priority) and a time job is told its device's cores (feedback/cores.py)."""
@@ -330,8 +399,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
     standby = _POOL.take(spec) if kind != "build" else None
     if standby is None and gpu and kind != "build" and device_lock is not None:
-        # started before the device is asked for: its process start and imports (~4 s on a busy
-        # 16-core host, H200 2026-12-01) overlap the wait instead of holding the device
+        # started, and its imports done, before the device is asked for: its process start and
+        # imports (~4 s on a busy 16-core host, H200 2026-12-01) never hold the device
         standby = _Standby(spec)
         if not standby.usable():
             standby.discard()
@@ -348,6 +417,10 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
         # timing and profiling have the device to themselves; correctness jobs may share it
         # with each other (their verdicts do not depend on time), never with a timing
         shared = kind == "correct" and not alone
+        if standby is not None:
+            standby.wait_ready()
+            if device_lock is not None and prepares_shared(kind, role, options.compile_mode):
+                return standby.run_prepared_shared(job, spec, device_lock)
         with locked(device_lock, shared) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)

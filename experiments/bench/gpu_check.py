@@ -139,7 +139,8 @@ def environment(check: Check) -> dict:
     import torch
 
     facts: dict = {"python": sys.version.split()[0], "torch": torch.__version__,
-                   "cuda": torch.version.cuda, "cores": os.cpu_count()}
+                   "cuda": torch.version.cuda, "cores": os.cpu_count(),
+                   "timing_core_siblings": _siblings(max(os.sched_getaffinity(0)))}
     try:
         import triton
         facts["triton"] = triton.__version__
@@ -152,6 +153,16 @@ def environment(check: Check) -> dict:
     facts["nvcc"] = _first_line(["nvcc", "--version"], first=False)
     facts["status"] = "passed" if torch.cuda.is_available() else "failed"
     return facts
+
+
+def _siblings(core: int) -> str | None:
+    """The hardware threads that share `core` (GPU 0's timing core, feedback/cores.py) as the
+    kernel lists them: `15` alone, or `7,15` where a build on 7 would share its execution units."""
+    try:
+        topology = Path(f"/sys/devices/system/cpu/cpu{core}/topology")
+        return (topology / "thread_siblings_list").read_text().strip()
+    except OSError:
+        return None
 
 
 def _first_line(argv: list[str], first: bool) -> str | None:
@@ -276,7 +287,8 @@ def render_markdown(summary: dict) -> str:
     env = s.get("environment", {})
     device = (f"- Device: {env.get('device')} ({env.get('nvidia_smi')}); torch {env.get('torch')} "
               f"(CUDA {env.get('cuda')}), Triton {env.get('triton')}, {env.get('nvcc')}, Python "
-              f"{env.get('python')}, {env.get('cores')} cores.")
+              f"{env.get('python')}, {env.get('cores')} cores (the timing core's hardware threads: "
+              f"{env.get('timing_core_siblings')}).")
     lines = [f"## {summary['date'][:10]} — `make gpu-check`", "", device,
              f"- Command: `{summary['command']}`", ""]
     if "build" in s:

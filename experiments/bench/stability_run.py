@@ -91,10 +91,13 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "calls_per_sample": run.calls_per_sample if run else None,
                                          "sm_clock_mhz": run.sm_clock_mhz if run else None})
                     row = rows[k.name][-1]
+                    if args.do_bench_each and args.backend != "cpp":
+                        row["do_bench_ms"] = _do_bench(problem, code, args.backend, opts, locate)
                     print(f"{k.name} run {i}: {result.status.value} median={row['median_ms']} "
                           f"ms noise={result.noise} speedup={result.speedup_eager} "
                           f"samples={row['samples']}x{row['calls_per_sample']} "
-                          f"sm_clock={row['sm_clock_mhz']} MHz {result.message[:200]}", flush=True)
+                          f"sm_clock={row['sm_clock_mhz']} MHz do_bench={row.get('do_bench_ms')} ms "
+                          f"{result.message[:200]}", flush=True)
                     write(complete=False)
         timed_s = time.monotonic() - start
         # no new load builds; those in flight end while do_bench runs (they are load, no result)
@@ -122,12 +125,15 @@ def _kernel(k, problem, runs: list[dict], bench: float | None, n: int) -> dict:
     medians = [r["median_ms"] for r in runs if r["median_ms"]]
     speedups = [r["speedup_eager"] for r in runs if r["speedup_eager"]]
     median = sorted(medians)[len(medians) // 2] if medians else None
+    benched = [r["do_bench_ms"] for r in runs if r.get("do_bench_ms")]
     return {"name": k.name, "problem": problem.id, "size": k.size or k.preset,
             "median_ms": median, "evaluations": len(medians),
             "spread_pct": _pct(spread(medians)) if len(medians) == n else None,
             "speedup_spread_pct": _pct(spread(speedups)) if len(speedups) == n else None,
             "do_bench_ms": bench,
             "do_bench_agreement_pct": _pct(median / bench - 1) if median and bench else None,
+            "do_bench_each_ms": benched,
+            "do_bench_each_spread_pct": _pct(spread(benched)) if len(benched) == n else None,
             "medians_ms": medians, "noise": [r["noise"] for r in runs], "runs": runs}
 
 

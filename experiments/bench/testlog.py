@@ -53,14 +53,16 @@ def _trace_jobs(path: str) -> None:
 
     @contextlib.contextmanager
     def traced_locked(lock_path, shared=False):
+        """Summed over a job's holds (a reference's time job holds the lock twice: shared to
+        prepare, alone to time)."""
         asked = time.monotonic()
         with locked(lock_path, shared):
-            here.wait = round(time.monotonic() - asked, 2)
+            here.wait = round((here.wait or 0.0) + time.monotonic() - asked, 2)
             got = time.monotonic()
             try:
                 yield
             finally:
-                here.held = round(time.monotonic() - got, 2)
+                here.held = round((here.held or 0.0) + time.monotonic() - got, 2)
 
     job.launch, job.locked = traced_launch, traced_locked
     import feedback.evaluate  # it imported launch by name: point it at the wrapper too

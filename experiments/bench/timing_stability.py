@@ -14,7 +14,10 @@ variant alike, and each variant gets its own spread.
 Without PROBLEM and CANDIDATE it is issue 15's measurement: the kernels of stability_suite.py
 (`--short`: three, one under 0.15 ms on the H200), each evaluated N times (interleaved), while
 `--compiles` real builds run alongside through the evaluator's build path; then each kernel once
-under `triton.testing.do_bench` (GPU), for the agreement check. `--out` gets the shape of
+under `triton.testing.do_bench` (GPU), for the agreement check. `--do-bench-each`: do_bench after
+every evaluation as well, with the builds still running, and its spread beside the evaluator's:
+where both move together between evaluations the device changed; where only the evaluator's
+medians move, its timed window (host time inside it) did. `--out` gets the shape of
 docs/data/p3-h200.json:
 
     python -m experiments.bench.timing_stability --backend cuda --short -n 3 --out p3.json
@@ -53,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compiles", type=int, default=None,
                         help="suite: builds kept running alongside (default: half the cores)")
     parser.add_argument("--no-do-bench", action="store_true", help="suite: skip do_bench")
+    parser.add_argument("--do-bench-each", action="store_true",
+                        help="suite: do_bench after every evaluation too, builds still running "
+                             "(does a shift between evaluations show in do_bench's clock as well?)")
     parser.add_argument("--backend", default="cuda", choices=["cuda", "triton", "cpp"])
     parser.add_argument("-n", type=int, default=None,
                         help="separate evaluations per variant (default 5; --short: 3)")

@@ -1,10 +1,12 @@
-"""`python -m feedback.worker --channel FD [--standby]` (the evaluator's way) or `python -m feedback.worker JOB.json`.
+"""`python -m feedback.worker --channel FD [--standby SIGNAL_FD GO_FD]` (the evaluator's way) or `python -m feedback.worker JOB.json`.
 
 With `--channel FD` the job arrives on stdin and the report leaves through descriptor FD as frames
 (feedback/worker/channel.py): a hello echoing the nonce, written before anything of the candidate
-runs, after which the nonce is erased; then the report. `--standby`: import torch and the worker
-first, then wait for the job (the parent starts such a worker ahead of its job: feedback/job.py,
-`standby_workers`). With a JOB.json path (tests, debugging)
+runs, after which the nonce is erased; then the report. `--standby SIGNAL_FD GO_FD`: import torch
+and the worker first, say so on SIGNAL_FD, then wait for the job (the parent starts such a worker
+ahead of its job and asks for the device once it is ready: feedback/job.py, `standby_workers`);
+a reference's time job uses both pipes once more (feedback/worker/handoff.py), any other job
+closes them first. With a JOB.json path (tests, debugging)
 the report is written to `job.result_path`, echoing the nonce.
 
 Exit status 0 once a report is written, whatever its status; 2 when the job is unreadable (then
@@ -23,7 +25,7 @@ import time
 
 def main(argv: list[str]) -> None:
     channel_fd = None
-    standby = argv[3:] == ["--standby"]
+    standby = len(argv) == 6 and argv[3] == "--standby"
     try:
         if (len(argv) == 3 or standby) and argv[1] == "--channel":
             from feedback.worker import channel
@@ -31,7 +33,7 @@ def main(argv: list[str]) -> None:
             channel.seal()
             channel_fd = channel.hide(int(argv[2]))
             if standby:
-                _import_ahead()
+                _import_ahead(int(argv[4]))
             data = channel.read_job(0)
             arrived = time.perf_counter()
             raw = json.loads(data)
@@ -51,6 +53,10 @@ def main(argv: list[str]) -> None:
         print("feedback.worker: a standby worker got a job for another extensions or scratch "
               "folder than it was started with", file=sys.stderr)
         os._exit(2)
+    if standby:
+        from feedback.worker import handoff
+
+        handoff.attach(raw, int(argv[4]), int(argv[5]))
     # Caches must be named before torch / triton are imported.
     from feedback.worker.caches import configure_environment
 
@@ -80,12 +86,19 @@ def main(argv: list[str]) -> None:
     os._exit(0)
 
 
-def _import_ahead() -> None:
+def _import_ahead(signal_fd: int) -> None:
     """A standby worker (`--standby`) imports torch and the worker's modules before its job
-    arrives; its environment already names the caches (the parent set them when starting it)."""
+    arrives, then says so on `signal_fd`; its environment already names the caches (the parent
+    set them when starting it)."""
     import torch  # noqa: F401
 
     import feedback.worker.run  # noqa: F401
+    from feedback.job import READY
+
+    try:
+        os.write(signal_fd, READY)
+    except OSError:  # a parent that stopped listening: the job still arrives on stdin
+        pass
 
 
 def write_report(path: str, text: str) -> None:

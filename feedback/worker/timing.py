@@ -35,7 +35,17 @@ import torch
 
 from feedback.job import WorkerJob
 from feedback.result import Status, TimingStats
-from feedback.worker import clocks, cost, devices, guards, inputs, persist, pinning, sampling
+from feedback.worker import (
+    clocks,
+    cost,
+    devices,
+    guards,
+    handoff,
+    inputs,
+    persist,
+    pinning,
+    sampling,
+)
 from feedback.worker.errors import JobFailure, candidate_error, format_exception
 from feedback.worker.harness import Harness, call_reference, check_integrity, prepare
 from feedback.worker.probes import TimingGuard
@@ -127,6 +137,7 @@ def run_time(job: WorkerJob) -> TimingResult:
     clock = clocks.clock_for(h.device)
     guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
+    handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
     pinned = pinning.pin(job.cores)
     clock.settle(opts.settle_ms)
     clocks_mhz = [clock.sm_clock_mhz()]

@@ -58,3 +58,20 @@ def test_the_suite_writes_each_evaluation_as_it_finishes(tmp_path, monkeypatch):
     assert whole["complete"] is True and [k["evaluations"] for k in whole["kernels"]] == [1, 1, 1]
     assert all(k["median_ms"] > 0 and k["do_bench_ms"] is None and k["spread_pct"] is None
                for k in whole["kernels"])
+
+
+def test_do_bench_after_each_evaluation_gets_a_spread_of_its_own():
+    """`--do-bench-each`: whether a shift between evaluations is the device's (do_bench moves
+    too) or the evaluator's window (only its medians move)."""
+    from types import SimpleNamespace
+
+    from experiments.bench.stability_run import _kernel
+
+    runs = [{"median_ms": 1.0, "speedup_eager": None, "noise": 0.002, "do_bench_ms": 0.9},
+            {"median_ms": 1.05, "speedup_eager": None, "noise": 0.002, "do_bench_ms": 0.909}]
+    row = _kernel(SimpleNamespace(name="relu", size=None, preset="small"), SimpleNamespace(id="p"),
+                  runs, None, 2)
+    assert row["spread_pct"] == pytest.approx(5.0) and row["do_bench_each_ms"] == [0.9, 0.909]
+    assert row["do_bench_each_spread_pct"] == pytest.approx(1.0)
+    assert _kernel(SimpleNamespace(name="relu", size=None, preset="small"),
+                   SimpleNamespace(id="p"), runs[:1], None, 2)["do_bench_each_spread_pct"] is None

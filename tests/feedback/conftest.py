@@ -43,3 +43,28 @@ def gpu_options(fast_options) -> EvalOptions:
     """The GPU tests' options (test_gpu*.py): fast_options on cuda:0, room for cold builds."""
     return fast_options.model_copy(update={"device": "cuda:0", "run_timeout_s": 40,
                                            "compile_timeout_s": 600})
+
+
+@pytest.fixture
+def holds(monkeypatch) -> list[dict]:
+    """Every hold of a lock by the evaluator's jobs (feedback.job.locked), in order: shared or
+    not, when it was had and when let go."""
+    import contextlib
+    import time
+
+    from feedback import job
+
+    found, real = [], job.locked
+
+    @contextlib.contextmanager
+    def traced(path, shared=False):
+        with real(path, shared):
+            hold = {"shared": shared, "got": time.time()}
+            found.append(hold)
+            try:
+                yield
+            finally:
+                hold["left"] = time.time()
+
+    monkeypatch.setattr(job, "locked", traced)
+    return found

@@ -18,7 +18,14 @@ from feedback.result import Status
 # Speaks the worker's side of the contract: the job from a file (`WORKER JOB.json`, results at
 # `job["result_path"]`) or, with `--channel FD`, from stdin with a hello frame then the report on FD.
 PRELUDE = """
-import json, os, sys
+import json, os, sys, time
+READY_AT = SIGNAL = GO = None
+if "--standby" in sys.argv:  # a standby worker: its "imports" take IMPORT_S, then it says so
+    SIGNAL, GO = (int(a) for a in sys.argv[sys.argv.index("--standby") + 1:][:2])
+    from feedback.worker import handoff  # imported ahead, as the worker's own imports are
+    time.sleep(IMPORT_S)
+    READY_AT = time.time()
+    os.write(SIGNAL, b"R")
 if "--channel" in sys.argv:
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
     job = json.loads(sys.stdin.read())
@@ -36,9 +43,11 @@ def report(**fields):
 """
 
 
-def stand_in(monkeypatch, body: str) -> None:
-    """Make the worker's command run `body` after PRELUDE (which defines `job`, `send`, `report`)."""
-    monkeypatch.setattr(job_module, "worker_entry", lambda: [sys.executable, "-c", PRELUDE + body])
+def stand_in(monkeypatch, body: str, import_s: float = 0.0) -> None:
+    """Make the worker's command run `body` after PRELUDE (which defines `job`, `send`, `report`
+    and READY_AT, when a standby worker said it was ready)."""
+    script = f"IMPORT_S = {import_s}\n" + PRELUDE + body
+    monkeypatch.setattr(job_module, "worker_entry", lambda: [sys.executable, "-c", script])
 
 
 def run(relu, tmp_path, timeout_s: float = 20):
@@ -148,6 +157,91 @@ def test_a_gpu_job_starts_its_worker_before_it_waits_for_the_device(monkeypatch,
     assert not job_module._POOL.waiting
 
 
+def test_a_gpu_job_asks_for_the_device_only_once_its_worker_is_ready(monkeypatch, relu, tmp_path):
+    """The worker's imports happen before the device lock is held, never while holding it."""
+    import contextlib
+    import time
+
+    stand_in(monkeypatch, "send(report(message=repr(READY_AT)))\n", import_s=1.5)
+    asked, real = [], job_module.locked
+
+    @contextlib.contextmanager
+    def traced(path, shared=False):
+        asked.append(time.time())
+        with real(path, shared):
+            yield
+
+    monkeypatch.setattr(job_module, "locked", traced)
+    run = launch("correct", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"),
+                 candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
+                 timeout_s=20, device_lock=tmp_path / "dev.lock")
+    assert run.trusted and run.report.message != "None"
+    assert asked and asked[0] >= float(run.report.message)  # the lock was asked for after ready
+
+
+# the worker's own handoff (feedback/worker/handoff.py) around the "timed part" of a time job
+HANDOFF = """
+marks = {}
+handoff.attach(job, SIGNAL, GO)
+if handoff._PIPES:
+    marks["prepared"] = time.time()
+handoff.exclusive()
+if marks:
+    marks["go"] = time.time()
+send(report(message=json.dumps(marks)))
+"""
+
+
+def time_job(relu, tmp_path, role: str, timeout_s: float = 20):
+    return launch("time", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"), role=role,
+                  candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
+                  timeout_s=timeout_s, device_lock=tmp_path / "dev.lock")
+
+
+def test_a_references_time_job_prepares_with_the_device_shared(monkeypatch, relu, tmp_path,
+                                                               holds):
+    """Its set-up (no candidate code in that process) shares the device with correctness jobs;
+    only its timed part holds it alone."""
+    import json
+
+    stand_in(monkeypatch, HANDOFF)
+    run = time_job(relu, tmp_path, "compiled")
+    marks = json.loads(run.report.message)
+    assert run.trusted and [h["shared"] for h in holds] == [True, False]
+    shared, alone = holds
+    assert shared["got"] <= marks["prepared"] <= shared["left"] <= alone["got"] <= marks["go"]
+
+
+def test_a_candidates_time_job_holds_the_device_alone_throughout(monkeypatch, relu, tmp_path,
+                                                                 holds):
+    stand_in(monkeypatch, HANDOFF)
+    run = time_job(relu, tmp_path, "candidate")
+    assert run.trusted and run.report.message == "{}"  # no handoff: the pipes were not its
+    assert [h["shared"] for h in holds] == [False]
+
+
+def test_the_wait_for_the_device_between_the_two_parts_is_not_run_time(monkeypatch, relu, tmp_path):
+    """A prepared reference waiting behind other jobs is not timed out for it."""
+    import threading
+    import time
+
+    stand_in(monkeypatch, HANDOFF)
+    inside = threading.Event()
+
+    def other_job():  # a correctness job that holds the device for longer than the limit
+        with job_module.locked(tmp_path / "dev.lock", shared=True):
+            inside.set()
+            time.sleep(4)
+
+    other = threading.Thread(target=other_job)
+    other.start()
+    assert inside.wait(5)
+    run = time_job(relu, tmp_path, "eager", timeout_s=3)
+    other.join()
+    assert run.trusted and run.report.status == Status.mismatch, run.report.message
+    assert 0 < run.outcome.wall_s < 3
+
+
 def test_waiting_workers_are_kept_for_the_most_recent_specs_only(monkeypatch, relu, tmp_path):
     """Each candidate's jobs have a spec of their own (its extensions folder): a long batch must
     not keep one idle worker per candidate until its end."""
@@ -163,3 +257,15 @@ def test_waiting_workers_are_kept_for_the_most_recent_specs_only(monkeypatch, re
         waiting = list(job_module._POOL.waiting.values())
         assert len(waiting) == 3 and all(w.usable() for w in waiting)
     assert not job_module._POOL.waiting
+
+
+def test_an_autotuning_compile_holds_the_device_alone_throughout(monkeypatch, relu, tmp_path,
+                                                                 holds):
+    """max-autotune times its choices on the device while it compiles: not with others on it."""
+    stand_in(monkeypatch, HANDOFF)
+    run = launch("time", relu, "cuda",
+                 EvalOptions(cache_dir=tmp_path / "cache", compile_mode="max-autotune"),
+                 role="compiled", candidate=None, extensions_dir=tmp_path / "ext", arch=None,
+                 gpu_index=0, timeout_s=20, device_lock=tmp_path / "dev.lock")
+    assert run.trusted and run.report.message == "{}"
+    assert [h["shared"] for h in holds] == [False]

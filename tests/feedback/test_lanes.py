@@ -1,12 +1,15 @@
 """Several candidates in flight per device: the device lock's order, and the batch's lanes.
 
 The lock: shared holders (correctness jobs) overlap, an exclusive one (a timing) waits for them
-and, once it waits, goes before any shared caller that comes after it. The lanes: `iter_evaluate`
-runs `lanes` candidates at once per device and times each problem's baselines once, ahead.
+and, once it waits, goes before any shared caller that comes after it, in this process or
+another. The lanes: `iter_evaluate` runs `lanes` candidates at once per device and times each
+problem's baselines once, ahead.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -43,6 +46,51 @@ def test_an_exclusive_waiter_goes_before_later_shared_callers(tmp_path):
     for t in (a, b, c):
         t.join(5)
     assert order == ["exclusive", "shared later"]
+
+
+# one caller of the lock in a process of its own: `LOCK shared|exclusive NAME HOLD_S LOG`
+CALLER = """
+import sys, time
+from pathlib import Path
+from feedback.cache import locked
+lock, mode, name, hold, log = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4]), \\
+    sys.argv[5]
+with open(log, "a") as f:
+    f.write(f"asks {name}\\n")
+with locked(lock, shared=mode == "shared"):
+    with open(log, "a") as f:
+        f.write(f"in {name}\\n")
+    time.sleep(hold)
+"""
+
+
+def test_an_exclusive_waiter_goes_first_across_processes_too(tmp_path):
+    """Test processes, Ray actors and sweeps on one GPU are processes of their own: flock alone
+    would let their correctness jobs keep a timing waiting for as long as they keep coming."""
+    lock, log = tmp_path / "dev.lock", tmp_path / "log"
+    log.touch()
+
+    def start(mode: str, name: str, hold: float) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", CALLER, str(lock), mode, name, str(hold),
+                                 str(log)])
+
+    def wait_for(line: str) -> None:
+        end = time.monotonic() + 30
+        while line not in log.read_text().splitlines():
+            assert time.monotonic() < end, log.read_text()
+            time.sleep(0.05)
+
+    holder = start("shared", "holder", 2.0)
+    wait_for("in holder")
+    exclusive = start("exclusive", "exclusive", 0.1)
+    wait_for("asks exclusive")
+    time.sleep(0.3)  # it now waits behind the holder
+    later = start("shared", "later", 0.1)
+    wait_for("asks later")
+    for proc in (holder, exclusive, later):
+        assert proc.wait(30) == 0
+    entered = [ln for ln in log.read_text().splitlines() if ln.startswith("in ")]
+    assert entered == ["in holder", "in exclusive", "in later"]
 
 
 def test_shared_holders_overlap(tmp_path):

@@ -1,0 +1,51 @@
+"""The point in a reference's time job from which it needs the device to itself.
+
+A standby worker is started with two pipes besides its channel (feedback/job.py, `_Standby`): it
+writes `READY` on its signal pipe once its imports are done. A time job of a reference
+(`prepares_shared`: no candidate code ever runs in its process) then prepares while the parent
+holds the device's lock shared (problem, reference, CUDA, torch.compile's compile) and, just
+before its timed part, writes `PREPARED` and waits for the parent's byte on the go pipe, which
+comes once the parent holds the lock alone. Any other job has both pipes closed before it starts.
+Without the pipes (a job run in-process, a worker started without standby) `exclusive` returns at
+once: that job holds the device alone throughout.
+"""
+
+from __future__ import annotations
+
+import os
+
+from feedback.job import PREPARED, prepares_shared
+
+_PIPES: list[tuple[int, int]] = []
+
+
+def attach(raw: dict, signal_fd: int, go_fd: int) -> None:
+    """Keep the pipes for a `prepares_shared` job (`raw`: the job as read); close them for any
+    other."""
+    mode = (raw.get("options") or {}).get("compile_mode", "default")
+    if prepares_shared(raw.get("kind") or "", raw.get("role") or "candidate", str(mode)):
+        _PIPES.append((signal_fd, go_fd))
+        return
+    for fd in (signal_fd, go_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def exclusive() -> None:
+    """Block until the parent holds the device alone for this job (at once without the pipes)."""
+    if not _PIPES:
+        return
+    signal_fd, go_fd = _PIPES.pop()
+    try:
+        os.write(signal_fd, PREPARED)
+        os.read(go_fd, 1)  # b"" when the parent is gone: then no one reads the report either
+    except OSError:
+        pass
+    finally:
+        for fd in (signal_fd, go_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
