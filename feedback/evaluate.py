@@ -16,6 +16,7 @@ import os
 import queue
 import re
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -49,13 +50,24 @@ SHORT_OF_MEMORY = re.compile(
 a job runs once more with the device to itself before its verdict stands."""
 
 
+LOCKS_ENV = "KERNEL_REFINE_LOCKS"
+"""The folder of this host's device locks (default: <tmp>/kernel-refine-locks)."""
+
+
 def device_lock(options: EvalOptions, gpu: bool = True) -> Path:
     """The lock file of the evaluation device (`options.device`, or this host's CPU): every job
     that runs on it holds this lock (feedback/job.py, `launch`), and so may anything else that
-    must not share the device with a timing."""
-    # per host: on a cache shared by several nodes (a Ray cluster) each node's cuda:0 is its own
+    must not share the device with a timing. One per device of this host, whatever the cache:
+    evaluations with caches of their own (a sweep and a re-scoring, the throughput bench's cold
+    cache) must not time on one GPU at once either, and a cache shared by the nodes of a Ray
+    cluster must not make one node wait for another's GPU (or depend on its file system's locks)."""
     device = options.device.replace(':', '') if gpu else 'cpu'
-    return Path(options.cache_dir).resolve() / "devices" / f"{socket.gethostname()}-{device}.lock"
+    root = Path(os.environ.get(LOCKS_ENV) or Path(tempfile.gettempdir()) / "kernel-refine-locks")
+    if not root.exists():
+        with contextlib.suppress(OSError):  # every user of the host locks the same devices
+            root.mkdir(parents=True, exist_ok=True)
+            root.chmod(0o1777)
+    return root / f"{socket.gethostname()}-{device}.lock"
 
 
 def _run(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,

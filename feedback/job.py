@@ -32,7 +32,15 @@ from feedback.cache import digest, locked
 from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
 from feedback.result import Correctness, Environment, Profile, Status, TimingStats
-from feedback.sandbox import ChildOutcome, Started, run_child, start_child, wait_child
+from feedback.sandbox import (
+    POLL_S,
+    ChildOutcome,
+    Started,
+    over_memory,
+    run_child,
+    start_child,
+    wait_child,
+)
 from problems.record import Problem
 
 DEVICE_WAIT_EXIT = 3
@@ -240,12 +248,18 @@ class _Standby:
     def usable(self) -> bool:
         return isinstance(self.child, Started) and self.child.alive()
 
-    def _signal(self, limit_s: float) -> bytes:
-        """The worker's next byte on its signal pipe; b"" when it ended or after `limit_s`."""
-        if not self.usable() or not select.select([self.signal_fd], [], [], max(limit_s, 0))[0]:
-            return b""
-        with contextlib.suppress(OSError):
-            return os.read(self.signal_fd, 1)
+    def _signal(self, limit_s: float, memory_mb: int | None = None) -> bytes:
+        """The worker's next byte on its signal pipe; b"" when it ended, went over `memory_mb`
+        or after `limit_s`."""
+        end = time.monotonic() + limit_s
+        while self.usable() and not over_memory(self.child, memory_mb):
+            left = end - time.monotonic()
+            if left <= 0:
+                return b""
+            if select.select([self.signal_fd], [], [], min(left, POLL_S))[0]:
+                with contextlib.suppress(OSError):
+                    return os.read(self.signal_fd, 1)
+                return b""
         return b""
 
     def wait_ready(self, limit_s: float = READY_S) -> None:
@@ -265,7 +279,8 @@ class _Standby:
         count against the job's time limit (the worker does nothing meanwhile)."""
         with locked(lock, shared=True):
             since = self._deliver(job)
-            prepared = self._signal(spec.timeout_s - (time.monotonic() - since)) == PREPARED
+            prepared = self._signal(spec.timeout_s - (time.monotonic() - since),
+                                    spec.memory_mb) == PREPARED
         if not prepared:  # it ended (or ran out of time) while preparing: its outcome says how
             return self._finish(job, spec, since)
         asked = time.monotonic()

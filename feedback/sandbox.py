@@ -293,6 +293,12 @@ def start_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     return Started(proc, cwd, layers)
 
 
+def over_memory(child: Started, memory_mb: int | None) -> bool:
+    """Whether the child's session holds more resident memory than `memory_mb` now (the check
+    `wait_child` makes every POLL_S), for a parent that waits on something else meanwhile."""
+    return memory_mb is not None and _tree_rss_mb(_session_pids(child.proc.pid)) > memory_mb
+
+
 def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None,
                tail_bytes: int = TAIL_BYTES, since: float | None = None) -> ChildOutcome:
     """Wait for a started child under the wall-clock and resident-memory limits, counted from
@@ -306,7 +312,7 @@ def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None
             if time.monotonic() - start > timeout_s:
                 timed_out = True
                 break
-            if memory_mb is not None and _tree_rss_mb(_session_pids(sid)) > memory_mb:
+            if over_memory(child, memory_mb):
                 memory_exceeded = True
                 break
             try:

@@ -12,8 +12,11 @@ the section it cut:
    their timings apart; then the `timing` tests (those that measure time, or use the GPU outside
    that lock) alone on the machine, with no build competing for the CPU;
 4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`);
-5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`);
+   --short`), and beside it
+5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`): its
+   builds are the build section's, its device jobs take turns with the stability form's timings
+   through the device lock, and it runs off the timing core, as the evaluator's other children do
+   (one after the other, the two did not fit in the 9 minutes);
 6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
    last: it builds its candidates cold, on a cache of its own, by design. The side-by-side with
    KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
@@ -21,7 +24,8 @@ the section it cut:
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output), each test phase's stream of outcomes
+`gpu-check.log` (every section's own output; `stability.log` and `ray.log` for the two that run
+side by side), each test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -32,12 +36,14 @@ Only the standard library is imported before the bundle is unpacked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +65,7 @@ class Check:
         self.deadline = time.monotonic() + budget_s
         self.env = env
         self.log = out / "gpu-check.log"
+        self.lock = threading.Lock()  # sections that run side by side record one at a time
         self.summary: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join(["python -m experiments.bench.gpu_check",
                                                    *sys.argv[1:]]),
@@ -68,32 +75,82 @@ class Check:
         return self.deadline - time.monotonic()
 
     def record(self, name: str, result: dict) -> None:
-        self.summary["sections"][name] = result
-        (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2))
-        (self.out / "summary.md").write_text(render_markdown(self.summary))
-        print(f"[gpu-check] {name}: {result.get('status')} in {result.get('seconds', 0):.0f} s",
-              flush=True)
+        with self.lock:
+            self.summary["sections"][name] = result
+            (self.out / "summary.json").write_text(json.dumps(self.summary, indent=2))
+            (self.out / "summary.md").write_text(render_markdown(self.summary))
+            print(f"[gpu-check] {name}: {result.get('status')} in "
+                  f"{result.get('seconds', 0):.0f} s", flush=True)
 
-    def run(self, name: str, argv: list[str], limit_s: float) -> tuple[int | None, float]:
-        """Run one command with its output appended to the log; None as the exit code when it
-        ran past its limit (killed with its process group)."""
+    def run(self, name: str, argv: list[str], limit_s: float, log: Path | None = None,
+            beside: bool = False, off_timing_core: bool = False) -> tuple[int | None, float]:
+        """Run one command with its output appended to the log (`log`: a file of its own); None
+        as the exit code when it ran past its limit (killed with its process group and every
+        process it started). `beside`: another section runs at the same time, so a kill spares
+        that one's workers; `off_timing_core`: the command and all it starts run off GPU 0's
+        timing core (feedback/cores.py)."""
         timeout = max(1.0, min(limit_s, self.left()))
         start = time.monotonic()
-        with self.log.open("a") as log:
-            log.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
-            log.flush()
-            proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+        with (log or self.log).open("a") as out:
+            out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
+            out.flush()
+            with _on_cores(_off_timing_core() if off_timing_core else None):
+                proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 code: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                started = descendants(proc.pid)  # before the kill, while they are still its own
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 code = None
-                orphans = kill_workers()
-                log.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
-                          f" (and {orphans} evaluator workers left running)\n")
+                orphans = _kill(started) + (0 if beside else kill_workers())
+                out.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
+                          f" (and {orphans} of its processes left running)\n")
         return code, time.monotonic() - start
+
+
+def _off_timing_core() -> list[int] | None:
+    from feedback import cores
+
+    place = cores.plan(0)
+    return list(place.others) if place else None
+
+
+@contextlib.contextmanager
+def _on_cores(cpus: list[int] | None):
+    """This thread on `cpus` for the block (Linux: affinity is per thread, and a child started
+    in the block inherits it); the other threads keep theirs."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process started by `pid`, its children's children included (they may each run in
+    a session of their own, as evaluator workers do), as /proc shows them now."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
@@ -109,6 +166,17 @@ def kill_workers(marker: bytes = b"feedback.worker") -> int:
                 os.kill(int(proc.name), 9)
                 killed += 1
         except (OSError, ValueError):
+            continue
+    return killed
+
+
+def _kill(pids: list[int]) -> int:
+    killed = 0
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+            killed += 1
+        except OSError:
             continue
     return killed
 
@@ -255,8 +323,11 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
 
 
 def bench(check: Check, name: str, argv: list[str], result_file: Path,
-          figures: Callable[[dict], dict]) -> dict:
-    code, seconds = check.run(name, argv, LIMITS_S[name])
+          figures: Callable[[dict], dict], beside: bool = False,
+          off_timing_core: bool = False) -> dict:
+    log = check.out / f"{name}.log" if beside else None
+    code, seconds = check.run(name, argv, LIMITS_S[name], log=log, beside=beside,
+                              off_timing_core=off_timing_core)
     out: dict = {"status": "passed" if code == 0 else ("timeout" if code is None else "failed"),
                  "exit_code": code, "seconds": round(seconds, 1)}
     if result_file.exists():
@@ -418,13 +489,20 @@ def main(argv: list[str] | None = None) -> int:
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
     stability_json = args.out / "stability.json"
-    section("stability", lambda: bench(
+    both = "stability" not in args.skip and "ray" not in args.skip
+    stability = ("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
-                             "--out", str(stability_json)], stability_json, stability_figures))
-    section("ray", lambda: bench(
+                             "--out", str(stability_json)], stability_json, stability_figures,
+        beside=both))
+    ray = ("ray", lambda: bench(
         check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
                        "--executor", "ray", "--out", "/tmp/kernel-refine-gpu-check-runs"],
-        Path("/nonexistent"), lambda d: {}))
+        Path("/nonexistent"), lambda d: {}, beside=both, off_timing_core=both))
+    # side by side: the smoke sweep's builds are cached, its device jobs take turns with the
+    # stability form's timings through the device lock, and it runs off the timing core
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(section, *stability), pool.submit(section, *ray)]:
+            done.result()
     throughput_json = args.out / "throughput.json"
     section("throughput", lambda: bench(
         check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",

@@ -127,3 +127,37 @@ def test_workers_left_running_by_a_killed_section_are_killed():
         assert proc.wait(timeout=10) == -9
     finally:
         proc.kill()
+
+
+def test_a_section_beside_another_kills_only_what_it_started(tmp_path):
+    """The stability form and the Ray smoke sweep run side by side: the kill of one at its limit
+    takes its own workers (each in a session of its own) and leaves the other's running."""
+    spawn = ("import subprocess, sys, time; "
+             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
+             "start_new_session=True); time.sleep(120)")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                             start_new_session=True)
+    try:
+        check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
+        code, _ = check.run("beside", [sys.executable, "-c", spawn], 2.0,
+                            log=tmp_path / "beside.log", beside=True, off_timing_core=True)
+        assert code is None
+        assert "(and 1 of its processes left running)" in (tmp_path / "beside.log").read_text()
+        assert other.poll() is None  # the other section's worker runs on
+    finally:
+        other.kill()
+
+
+def test_descendants_are_found_across_sessions():
+    code = ("import subprocess, sys, time; "
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+            "start_new_session=True); print(c.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        child = int(proc.stdout.readline())
+        assert child in gpu_check.descendants(proc.pid)
+        assert gpu_check.descendants(child) == []
+    finally:
+        os.killpg(proc.pid, 9)
+        os.kill(child, 9)

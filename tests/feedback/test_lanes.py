@@ -14,7 +14,8 @@ import threading
 import time
 
 from feedback.cache import locked
-from feedback.evaluate import iter_evaluate
+from feedback.evaluate import LOCKS_ENV, device_lock, iter_evaluate
+from feedback.options import EvalOptions
 from feedback.result import EvalResult, Status
 
 
@@ -91,6 +92,18 @@ def test_an_exclusive_waiter_goes_first_across_processes_too(tmp_path):
         assert proc.wait(30) == 0
     entered = [ln for ln in log.read_text().splitlines() if ln.startswith("in ")]
     assert entered == ["in holder", "in exclusive", "in later"]
+
+
+def test_one_device_has_one_lock_whatever_the_cache(tmp_path, monkeypatch):
+    """Two evaluations with caches of their own on one GPU still take turns to time."""
+    monkeypatch.delenv(LOCKS_ENV, raising=False)
+    gpu0 = device_lock(EvalOptions(cache_dir=tmp_path / "a", device="cuda:0"))
+    assert gpu0 == device_lock(EvalOptions(cache_dir=tmp_path / "b", device="cuda:0"))
+    assert tmp_path not in gpu0.parents
+    assert gpu0 != device_lock(EvalOptions(cache_dir=tmp_path / "a", device="cuda:1"))
+    assert gpu0 != device_lock(EvalOptions(cache_dir=tmp_path / "a"), gpu=False)
+    monkeypatch.setenv(LOCKS_ENV, str(tmp_path / "locks"))
+    assert device_lock(EvalOptions(cache_dir=tmp_path / "a")).parent == tmp_path / "locks"
 
 
 def test_shared_holders_overlap(tmp_path):
