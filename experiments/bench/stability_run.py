@@ -10,6 +10,7 @@ during the timed part (so "compiles alongside" is a measured fact, not a flag).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -36,17 +37,23 @@ def run_suite(args: argparse.Namespace) -> int:
     from feedback.options import EvalOptions
     from feedback.result import Status
 
-    overrides = dict(kv for _, over in (args.variant or []) for kv in over.items())
+    variants = args.variant or [("", {})]
+    overrides = {name: over for name, over in variants}
     quick = SHORT_OPTIONS if args.short else {}
     try:
-        options = EvalOptions(**{"compile_baseline": False, **quick, **overrides})
+        per_variant = {name: EvalOptions(**{"compile_baseline": False, **quick, **over})
+                       for name, over in variants}
     except ValueError as e:
         print(f"bad option override: {e}", file=sys.stderr)
         return 2
+    options = next(iter(per_variant.values()))  # the build load's
     items = []
     for k in kernels(args.backend, args.short):
         problem, size = k.problem()
-        items.append((k, problem, options.model_copy(update={"size": size}), k.code(args.backend)))
+        for name, opts in per_variant.items():  # variants interleaved, each kernel its own row
+            named = dataclasses.replace(k, name=f"{k.name}:{name}") if len(variants) > 1 else k
+            items.append((named, problem, opts.model_copy(update={"size": size}),
+                          k.code(args.backend)))
     with ThreadPoolExecutor(len(items)) as pool:  # built before the clock starts, in parallel
         builds = list(pool.map(lambda it: compile_candidate(it[1], it[3], args.backend, it[2]), items))
     for (k, *_), built in zip(items, builds):
@@ -71,7 +78,8 @@ def run_suite(args: argparse.Namespace) -> int:
                   "timed_seconds": round(time.monotonic() - start, 1), "backend": args.backend,
                   "short": args.short,
                   "command": " ".join(["python -m experiments.bench.timing_stability", *sys.argv[1:]]),
-                  "options": overrides, "environment": env,
+                  "options": overrides if len(variants) > 1 else variants[0][1],
+                  "environment": env,
                   "kernels": [_kernel(k, problem, rows[k.name], benches.get(k.name), args.n)
                               for k, problem, *_ in items]}
         if args.out:

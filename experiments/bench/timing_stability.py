@@ -9,7 +9,8 @@ honest memory-bound kernel on an H200).
 
 `--variant NAME:KEY=VALUE,...` adds a set of option overrides; the variants' evaluations are
 interleaved (A B A B ...) so that drift over the run (GPU temperature, other load) affects each
-variant alike, and each variant gets its own spread.
+variant alike, and each variant gets its own spread; in the suite form each kernel then gets a row
+per variant (`NAME:VARIANT`), with the same builds alongside.
 
 Without PROBLEM and CANDIDATE it is issue 15's measurement: the kernels of stability_suite.py
 (`--short`: three, one under 0.15 ms on the H200), each evaluated N times (interleaved), while

@@ -6,7 +6,8 @@ tamper snapshot reports it anyway.
 
 GPU protocol per timed sample (issue 3, "timing"; issue 4, class 5; issue 12, item 5): reset
 persisting L2 lines and the persisting limit (persist.py), zero a buffer larger than L2
-(max(256 MB, 2 x L2)), synchronize the device, record the start event, run the sample's calls back
+(max(256 MB, 2 x L2)), synchronize the device, record the start event (`flush_ahead`: synchronize
+first, then flush, and record the start event behind the flush at once), run the sample's calls back
 to back, synchronize the *device* (every stream, so work a candidate hides on a side stream is
 inside the window), record the end event; then check that no call set a persisting limit again.
 CPU protocol: write a 32 MB buffer (about a last-level cache), then `perf_counter()` around the
@@ -68,6 +69,10 @@ class Clock:
 class CudaClock(Clock):
     name = "cuda_events"
 
+    def __init__(self, device: torch.device, flush_ahead: bool = False) -> None:
+        super().__init__(device)
+        self.flush_ahead = flush_ahead
+
     def flush_bytes(self) -> int:
         l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)
         return max(GPU_FLUSH_MIN, 2 * l2)
@@ -92,8 +97,12 @@ class CudaClock(Clock):
     def interval(self, calls: Sequence[Callable[[], Any]]) -> tuple[float, list[Any]]:
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         _reset_persisting()
-        self.flush()
-        _synchronize(self.device)
+        if self.flush_ahead:  # EvalOptions.flush_ahead: the flush covers the first launch
+            _synchronize(self.device)
+            self.flush()
+        else:
+            self.flush()
+            _synchronize(self.device)
         start.record()
         outs = [fn() for fn in calls]
         _synchronize(self.device)
@@ -103,6 +112,6 @@ class CudaClock(Clock):
         return start.elapsed_time(end) / len(calls), outs
 
 
-def clock_for(device: torch.device) -> Clock:
-    return CudaClock(device) if device.type == "cuda" else Clock(device)
+def clock_for(device: torch.device, flush_ahead: bool = False) -> Clock:
+    return CudaClock(device, flush_ahead) if device.type == "cuda" else Clock(device)
 

@@ -134,7 +134,7 @@ def run_time(job: WorkerJob) -> TimingResult:
     h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
     program = _program(h, job)
-    clock = clocks.clock_for(h.device)
+    clock = clocks.clock_for(h.device, opts.flush_ahead)
     guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
     handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone

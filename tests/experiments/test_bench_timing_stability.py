@@ -75,3 +75,31 @@ def test_do_bench_after_each_evaluation_gets_a_spread_of_its_own():
     assert row["do_bench_each_spread_pct"] == pytest.approx(1.0)
     assert _kernel(SimpleNamespace(name="relu", size=None, preset="small"),
                    SimpleNamespace(id="p"), runs[:1], None, 2)["do_bench_each_spread_pct"] is None
+
+
+def test_the_suites_variants_are_interleaved_each_kernel_a_row_of_its_own(tmp_path, monkeypatch):
+    """`--variant` in the suite form: an A/B of option sets with the same builds alongside, each
+    kernel evaluated under A, then B, then the next kernel (cut here after two evaluations)."""
+    import json
+
+    import feedback.evaluate as fe
+
+    real, seen = fe.evaluate, []
+
+    def evaluate(problem, code, backend, options):
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        seen.append(options.warmup)
+        return real(problem, code, backend, options)
+
+    out = tmp_path / "ab.json"
+    monkeypatch.setattr(fe, "evaluate", evaluate)
+    with pytest.raises(KeyboardInterrupt):
+        main(["--backend", "cpp", "--short", "-n", "1", "--compiles", "0", "--out", str(out),
+              "--variant", "a:warmup=2", "--variant", "b:warmup=3"])
+    record = json.loads(out.read_text())
+    names = [k["name"] for k in record["kernels"]]
+    assert len(names) == 6 and names[0].endswith(":a") and names[1].endswith(":b")
+    assert names[0].split(":")[0] == names[1].split(":")[0]
+    assert [k["evaluations"] for k in record["kernels"]][:3] == [1, 1, 0] and seen == [2, 3]
+    assert record["options"] == {"a": {"warmup": "2"}, "b": {"warmup": "3"}}

@@ -98,3 +98,13 @@ def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu
     timings = [(kind, role) for kind, role, _ in jobs_run if kind == "time"]
     assert timings.count(("time", "eager")) == 1 and timings.count(("time", "candidate")) == 3
     assert record.exists()
+
+
+def test_a_baseline_timed_with_another_window_is_not_reused(relu, fast_options):
+    """`flush_ahead` changes what a sample's window holds: the references' cached timings are
+    keyed on it like every other timing knob."""
+    from feedback import cache
+
+    paths = {cache.reference_path(fast_options.model_copy(update={"flush_ahead": ahead}), relu,
+                                  "time", "eager", "cuda", "NVIDIA H200") for ahead in (False, True)}
+    assert len(paths) == 2 and None not in paths

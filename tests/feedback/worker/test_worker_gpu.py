@@ -68,11 +68,13 @@ def test_cuda_event_timing_is_sane(kit):
     assert report.environment.device.startswith("NVIDIA")
 
 
-def test_l2_flush_sends_reads_to_memory():
+@pytest.mark.parametrize("flush_ahead", [False, True])
+def test_l2_flush_sends_reads_to_memory(flush_ahead):
+    """With `flush_ahead` too: the start event follows the flush in stream order."""
     from feedback.worker.clocks import CudaClock
 
     device = torch.device("cuda:0")
-    clock = CudaClock(device)
+    clock = CudaClock(device, flush_ahead)
     l2 = torch.cuda.get_device_properties(device).L2_cache_size
     assert clock.flush_bytes() >= max(256 << 20, 2 * l2)
     x = torch.randn(l2 // 8, device=device)  # half of L2: stays resident without a flush
