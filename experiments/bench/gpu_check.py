@@ -13,8 +13,9 @@ the section it cut:
    that lock) alone on the machine, with no build competing for the CPU;
 4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
    --short`), and beside it
-5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`): its
-   builds are the build section's, its device jobs take turns with the stability form's timings
+5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
+   honest) `ok`; its builds are the build section's, its device jobs take turns with the stability form's timings
    through the device lock, and it runs off the timing core, as the evaluator's other children do
    (one after the other, the two did not fit in the 9 minutes);
 6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
@@ -43,6 +44,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -335,8 +337,10 @@ def bench(check: Check, name: str, argv: list[str], result_file: Path,
     if result_file.exists():
         try:
             out.update(figures(json.loads(result_file.read_text())))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             out["figures_error"] = f"{type(exc).__name__}: {exc}"
+    if out.get("verdicts_ok") is False and out["status"] == "passed":
+        out["status"] = "failed"  # it ran, but judged an honest kernel wrongly
     return out
 
 
@@ -346,6 +350,18 @@ def stability_figures(data: dict) -> dict:
     return {"kernels": [{k: row.get(k) for k in ("name", "median_ms", "evaluations", "spread_pct",
                                                  "do_bench_ms")} for row in kernels],
             "max_spread_pct": max(spreads) if spreads else None}
+
+
+def ray_figures(index: dict) -> dict:
+    """The smoke sweep's verdicts (every attempt of its transcript is an honest kernel, so each
+    must be `ok`): a sweep that ran but judged wrongly fails the section."""
+    from experiments.runs import load_run
+
+    statuses = [a.result.status.value if a.result else "no code"
+                for entry in index.get("runs", []) if entry.get("path")
+                for a in load_run(Path(entry["path"])).attempts()]
+    return {"attempts": len(statuses), "statuses": statuses,
+            "verdicts_ok": bool(statuses) and all(s == "ok" for s in statuses)}
 
 
 def throughput_figures(data: dict) -> dict:
@@ -408,7 +424,8 @@ def render_markdown(summary: dict) -> str:
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
                      f"{t.get('build_median_s')} s")
     if "ray" in s:
-        lines.append(f"- Ray GPU smoke sweep: {s['ray']['status']} in {s['ray']['seconds']:.0f} s")
+        lines.append(f"- Ray GPU smoke sweep: {s['ray']['status']} in {s['ray']['seconds']:.0f} s "
+                     f"(verdicts: {s['ray'].get('statuses')})")
     return "\n".join(lines) + "\n"
 
 
@@ -439,7 +456,8 @@ def print_table(summary: dict) -> None:
         print(f"throughput: {t.get('framework_per_hour')}/h framework, "
               f"{t.get('kernelbench_per_hour')}/h KernelBench flow ({t['status']})")
     if "ray" in s:
-        print(f"ray smoke: {s['ray']['status']} ({s['ray']['seconds']:.0f} s)")
+        print(f"ray smoke: {s['ray']['status']} ({s['ray']['seconds']:.0f} s; verdicts "
+              f"{s['ray'].get('statuses')})")
     print("sections: " + ", ".join(f"{k}={v.get('status')}" for k, v in s.items()))
 
 
@@ -496,10 +514,11 @@ def main(argv: list[str] | None = None) -> int:
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                              "--out", str(stability_json)], stability_json, stability_figures,
         beside=both))
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
     ray = ("ray", lambda: bench(
         check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                       "--executor", "ray", "--out", "/tmp/kernel-refine-gpu-check-runs"],
-        Path("/nonexistent"), lambda d: {}, beside=both, off_timing_core=both))
+                       "--executor", "ray", "--out", str(runs)],
+        runs / "sweep.json", ray_figures, beside=both, off_timing_core=both))
     # side by side: the smoke sweep's builds are cached, its device jobs take turns with the
     # stability form's timings through the device lock, and it runs off the timing core
     with ThreadPoolExecutor(2) as pool:

@@ -161,3 +161,27 @@ def test_descendants_are_found_across_sessions():
     finally:
         os.killpg(proc.pid, 9)
         os.kill(child, 9)
+
+
+def test_the_ray_sweep_passes_only_when_it_judged_its_honest_kernels_ok(tmp_path, attempt,
+                                                                         store_factory):
+    """Its transcript holds honest kernels only: a sweep that ran but judged one wrongly (or
+    stored no attempt) fails the section. (Stored attempts are fabricated: tests/experiments/
+    conftest.py.)"""
+    config = {"turns": 2, "trajectories": 1, "problems": "fixture:none"}
+    store_factory(tmp_path / "good", "refine", config,
+                  [attempt("level1/19_relu", 0, t, eager=1.2) for t in (0, 1)])
+    store_factory(tmp_path / "bad", "refine", config,
+                  [attempt("level1/19_relu", 0, 0, eager=1.2),
+                   attempt("level1/19_relu", 0, 1, status="runtime_error")])
+    good = gpu_check.ray_figures({"runs": [{"path": str(tmp_path / "good")}]})
+    assert good["verdicts_ok"] and good["statuses"] == ["ok", "ok"]
+    bad = gpu_check.ray_figures({"runs": [{"path": str(tmp_path / "bad")}]})
+    assert bad["verdicts_ok"] is False and bad["statuses"] == ["ok", "runtime_error"]
+    assert gpu_check.ray_figures({"runs": []})["verdicts_ok"] is False
+    index = tmp_path / "sweep.json"
+    index.write_text(json.dumps({"runs": [{"path": str(tmp_path / "bad")}]}))
+    check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
+    got = gpu_check.bench(check, "ray", [sys.executable, "-c", "pass"], index,
+                          gpu_check.ray_figures)
+    assert got["exit_code"] == 0 and got["status"] == "failed"
