@@ -96,8 +96,8 @@ def locked(path: Path, shared: bool = False) -> Iterator[None]:
     each call opens the file anew. An exclusive waiter goes first: it holds the lock's gate
     (`PATH.gate`, beside it) until it has the lock, and every caller passes that gate before it
     asks (flock alone lets overlapping shared holders keep an exclusive one waiting for as long as
-    they keep coming: on the H200, timings of one test process waited 66-152 s behind the
-    correctness jobs of seven others)."""
+    they keep coming: on the H200, with seven other test processes' correctness jobs on the
+    device, the timings of a test process waited 33-52 s each)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh, path.with_name(path.name + ".gate").open("a") as gate:
         fcntl.flock(gate.fileno(), fcntl.LOCK_EX)
