@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -145,22 +145,24 @@ def _wrap(argv: Sequence[str], readonly: Sequence[Path], writable: Sequence[Path
     return ["unshare", "-m", "-n", "--", "sh", "-c", script, "sh", *argv]
 
 
-def _session_pids(sid: int, running_only: bool = False) -> list[int]:
-    """Processes whose session is `sid`: the child and everything it started (unless setsid).
-    With `running_only`, zombies (dead, waiting to be reaped) are left out."""
-    pids = []
+def process_table() -> Iterator[tuple[int, list[str]]]:
+    """Every process /proc shows now: (pid, the fields of its `stat` after the name: state ppid
+    pgrp session ...)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            # fields after the name: state ppid pgrp session ...
-            if int(fields[3]) == sid and not (running_only and fields[0] in ("Z", "X")):
-                pids.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
+            yield int(entry.name), stat[stat.rindex(")") + 2:].split()
+        except (OSError, ValueError):
             continue
-    return pids
+
+
+def _session_pids(sid: int, running_only: bool = False) -> list[int]:
+    """Processes whose session is `sid`: the child and everything it started (unless setsid).
+    With `running_only`, zombies (dead, waiting to be reaped) are left out."""
+    return [pid for pid, fields in process_table() if len(fields) > 3 and int(fields[3]) == sid
+            and not (running_only and fields[0] in ("Z", "X"))]
 
 
 def _tree_rss_mb(pids: Sequence[int]) -> float:

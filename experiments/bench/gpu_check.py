@@ -9,24 +9,26 @@ the section it cut:
    sharing one cache, before any test runs;
 3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
    (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
-   their timings apart; then the `timing` tests (those that measure time, or use the GPU outside
-   that lock) alone on the machine, with no build competing for the CPU;
-4. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), and beside it
-5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+   their timings apart; and beside them
+4. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
    empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
-   honest) `ok`; its builds are the build section's, its device jobs take turns with the stability form's timings
-   through the device lock, and it runs off the timing core, as the evaluator's other children do
-   (one after the other, the two did not fit in the 9 minutes);
-6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
+   honest) `ok`; its builds are the build section's, its device jobs take turns with the tests'
+   through the device lock, and it runs off the timing core, as the evaluator's other children
+   do (neither it nor these tests time anything that a figure depends on);
+5. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
+   alone on the machine, with no build competing for the CPU;
+6. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+   --short`), alone too, with only its own builds alongside (run 10 had the Ray sweep beside it:
+   5 of its 9 evaluations in the time left);
+7. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
    last: it builds its candidates cold, on a cache of its own, by design. The side-by-side with
    KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
    candidates it would say little and cost a second round of cold builds.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output; `stability.log` and `ray.log` for the two that run
-side by side), each test phase's stream of outcomes
+`gpu-check.log` (every section's own output; `ray.log` for the sweep, which runs beside the
+tests), each test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -52,11 +54,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "ray", "throughput")
+SECTIONS = ("environment", "build", "tests", "ray", "timing-tests", "stability", "throughput")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
-            "throughput": 120, "ray": 180}  # caps; the whole run stops at --budget-s
-# stability: run 9's 9 evaluations took ~120 s after its builds, do_bench ~25 s more; ray runs
-# beside it, in the same window
+            "throughput": 120, "ray": 240}  # caps; the whole run stops at --budget-s
+# stability: run 9's 9 evaluations took ~120 s after its builds, do_bench ~25 s more (run 10:
+# 5 evaluations in 114 s with the Ray sweep beside it); ray runs beside the tests, in their window
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
 
@@ -139,16 +141,11 @@ def _on_cores(cpus: list[int] | None):
 def descendants(pid: int) -> list[int]:
     """Every process started by `pid`, its children's children included (they may each run in
     a session of their own, as evaluator workers do), as /proc shows them now."""
+    from feedback.sandbox import process_table
+
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
+    for child, fields in process_table():
+        children.setdefault(int(fields[1]), []).append(child)
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -162,19 +159,19 @@ def kill_workers(marker: bytes = b"feedback.worker") -> int:
     session of its own, so killing a section's process group leaves them running on the GPU,
     where they would disturb the next section's timings. Returns how many were killed (those
     with `marker` as an argument)."""
-    killed = 0
+    found = []
     for proc in Path("/proc").iterdir():
         try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            if marker in argv and int(proc.name) != os.getpid():
-                os.kill(int(proc.name), 9)
-                killed += 1
+            if marker in (proc / "cmdline").read_bytes().split(b"\0") \
+                    and int(proc.name) != os.getpid():
+                found.append(int(proc.name))
         except (OSError, ValueError):
             continue
-    return killed
+    return _kill(found)
 
 
 def _kill(pids: list[int]) -> int:
+    """SIGKILL each of `pids`; how many were still there to kill."""
     killed = 0
     for pid in pids:
         try:
@@ -297,7 +294,7 @@ def xdist_available() -> bool:
 
 
 def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
-          select: list[str] | None = None) -> dict:
+          select: list[str] | None = None, beside: bool = False) -> dict:
     from experiments.bench import testlog
 
     log, joblog = check.out / f"testlog-{name}.jsonl", check.out / f"joblog-{name}.jsonl"
@@ -310,7 +307,7 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
     check.env["KERNEL_REFINE_TESTLOG"], check.env["KERNEL_REFINE_JOBLOG"] = str(log), str(joblog)
-    code, _ = check.run(name, argv, LIMITS_S[name])
+    code, _ = check.run(name, argv, LIMITS_S[name], beside=beside)
     files, failures, unfinished = testlog.read(log)
     passed = sum(r["passed"] for r in files.values())
     failed = sum(r["failed"] for r in files.values())
@@ -504,26 +501,26 @@ def main(argv: list[str] | None = None) -> int:
 
     section("environment", lambda: environment(check))
     section("build", lambda: build(check, args.build_jobs))
-    section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
-                                   args.tests))
-    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
-                                          args.tests))
-    stability_json = args.out / "stability.json"
-    both = "stability" not in args.skip and "ray" not in args.skip
-    stability = ("stability", lambda: bench(
-        check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
-                             "--out", str(stability_json)], stability_json, stability_figures,
-        beside=both))
     runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
+    both = "tests" not in args.skip and "ray" not in args.skip
+    suite = ("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
+                                    args.tests, beside=both))
     ray = ("ray", lambda: bench(
         check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
                        "--executor", "ray", "--out", str(runs)],
         runs / "sweep.json", ray_figures, beside=both, off_timing_core=both))
-    # side by side: the smoke sweep's builds are cached, its device jobs take turns with the
-    # stability form's timings through the device lock, and it runs off the timing core
+    # side by side: neither times anything that matters (the tests that do are the timing
+    # section's); the smoke sweep's builds are the build section's, its device jobs take turns
+    # with the tests' through the device lock, and it runs off the timing core
     with ThreadPoolExecutor(2) as pool:
-        for done in [pool.submit(section, *stability), pool.submit(section, *ray)]:
+        for done in [pool.submit(section, *suite), pool.submit(section, *ray)]:
             done.result()
+    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
+                                          args.tests))
+    stability_json = args.out / "stability.json"
+    section("stability", lambda: bench(
+        check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
+                             "--out", str(stability_json)], stability_json, stability_figures))
     throughput_json = args.out / "throughput.json"
     section("throughput", lambda: bench(
         check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",

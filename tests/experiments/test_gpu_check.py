@@ -130,7 +130,7 @@ def test_workers_left_running_by_a_killed_section_are_killed():
 
 
 def test_a_section_beside_another_kills_only_what_it_started(tmp_path):
-    """The stability form and the Ray smoke sweep run side by side: the kill of one at its limit
+    """The GPU tests and the Ray smoke sweep run side by side: the kill of one at its limit
     takes its own workers (each in a session of its own) and leaves the other's running."""
     spawn = ("import subprocess, sys, time; "
              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
