@@ -43,6 +43,10 @@ class TimingStats(_Record):
                                   "sample (each on fresh inputs); the times are per call.")
     pass_medians_ms: list[float] | None = Field(default=None, description="Medians of the two "
                                                 "interleaved timing passes (own input buffers each).")
+    launch_ms: float | None = Field(default=None, description="GPU: median host time per call "
+                                    "from the start event's record to the last call's return. "
+                                    "Near `median_ms`, the window timed the host's launches (or "
+                                    "a wait inside forward()), not only the device.")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
                                 "error of the median).")

@@ -97,14 +97,16 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "noise": result.noise, "speedup_eager": result.speedup_eager,
                                          "samples": run.n if run else None,
                                          "calls_per_sample": run.calls_per_sample if run else None,
-                                         "sm_clock_mhz": run.sm_clock_mhz if run else None})
+                                         "sm_clock_mhz": run.sm_clock_mhz if run else None,
+                                         "launch_ms": run.launch_ms if run else None})
                     row = rows[k.name][-1]
                     if args.do_bench_each and args.backend != "cpp":
                         row["do_bench_ms"] = _do_bench(problem, code, args.backend, opts, locate)
                     print(f"{k.name} run {i}: {result.status.value} median={row['median_ms']} "
                           f"ms noise={result.noise} speedup={result.speedup_eager} "
                           f"samples={row['samples']}x{row['calls_per_sample']} "
-                          f"sm_clock={row['sm_clock_mhz']} MHz do_bench={row.get('do_bench_ms')} ms "
+                          f"sm_clock={row['sm_clock_mhz']} MHz launch={row['launch_ms']} ms "
+                          f"do_bench={row.get('do_bench_ms')} ms "
                           f"{result.message[:200]}", flush=True)
                     write(complete=False)
         timed_s = time.monotonic() - start

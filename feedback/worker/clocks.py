@@ -39,6 +39,7 @@ class Clock:
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
+        self.launch_ms: float | None = None  # GPU: the last window's host time per call (launches)
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device)
 
     def flush_bytes(self) -> int:
@@ -104,7 +105,9 @@ class CudaClock(Clock):
             self.flush()
             _synchronize(self.device)
         start.record()
+        launch = perf_counter()
         outs = [fn() for fn in calls]
+        self.launch_ms = (perf_counter() - launch) * 1e3 / len(calls)
         _synchronize(self.device)
         end.record()
         end.synchronize()

@@ -88,12 +88,15 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
     return max(passes, SE_FACTOR * se if se is not None else 0.0)
 
 
-def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int) -> TimingStats:
-    """Statistics over both passes' samples (per-call times), with each pass's median."""
+def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
+              launches: Sequence[float] = ()) -> TimingStats:
+    """Statistics over both passes' samples (per-call times), with each pass's median and the
+    median host launch time per call (`launches`, GPU)."""
     times = [*a, *b]
     std = statistics.stdev(times) if len(times) > 1 else 0.0
     passes = [statistics.median(p) for p in (a, b) if p]
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                        std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
-                       noise=noise(a, b))
+                       noise=noise(a, b),
+                       launch_ms=statistics.median(launches) if launches else None)

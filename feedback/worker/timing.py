@@ -61,6 +61,10 @@ class TimingResult:
         self.min_bytes: float | None = None
 
 
+HOST_BOUND = 0.8
+"""A GPU timing whose host launch time per call is at least this share of its time per call is
+named host-bound in the result's warnings (the device waited on the host inside the window)."""
+
 INPUT_MEMORY = {"cuda": 4 << 30, "cpu": 512 << 20}
 """Bytes of input and output buffers the calls-per-sample may use, both passes together."""
 
@@ -103,6 +107,7 @@ class Sampler:
                  guard: TimingGuard | None) -> None:
         self.job, self.h, self.program, self.clock, self.guard = job, h, program, clock, guard
         self.passes: list[Pass] = []
+        self.launches: list[float] = []  # the timed samples' host time per call (GPU)
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
@@ -118,6 +123,8 @@ class Sampler:
             raise JobFailure(Status.guard_violation, str(exc)) from exc
         except BaseException as exc:
             raise _call_failure(self.job, exc) from exc
+        if timed and self.clock.launch_ms is not None:
+            self.launches.append(self.clock.launch_ms)
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
@@ -183,10 +190,14 @@ def run_time(job: WorkerJob) -> TimingResult:
         k = a.next
         guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
-    stats = sampling.summarize(times[0], times[1], clock.name, calls)
+    stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     notes = sorted(set(h.notes))
+    if stats.launch_ms is not None and stats.launch_ms >= HOST_BOUND * stats.median_ms:
+        notes.append(f"host-bound timing: launching the calls took {stats.launch_ms:.4g} ms of "
+                     f"host time per call against {stats.median_ms:.4g} ms per call timed, so "
+                     "the time reflects the host's speed and load as much as the device's")
     if job.cores and pinned is None:
         notes.append(f"the timing worker could not be moved onto CPU cores {job.cores}")
     result = TimingResult(stats, stats.noise, notes)
