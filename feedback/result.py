@@ -47,6 +47,10 @@ class TimingStats(_Record):
                                     "from the start event's record to the last call's return. "
                                     "Near `median_ms`, the window timed the host's launches (or "
                                     "a wait inside forward()), not only the device.")
+    tail_ms: float | None = Field(default=None, description="GPU: median, per timed window, of "
+                                  "the time from the end of the calls' work on their own stream "
+                                  "to the end event (recorded after a device-wide synchronize): "
+                                  "the host's wake-up plus work left on other streams.")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
                                 "error of the median).")

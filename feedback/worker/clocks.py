@@ -9,7 +9,8 @@ persisting L2 lines and the persisting limit (persist.py), zero a buffer larger 
 (max(256 MB, 2 x L2)), synchronize the device, record the start event (`flush_ahead`: synchronize
 first, then flush, and record the start event behind the flush at once), run the sample's calls back
 to back, synchronize the *device* (every stream, so work a candidate hides on a side stream is
-inside the window), record the end event; then check that no call set a persisting limit again.
+inside the window), record the end event (`tail_ms`: how long after an event recorded on the
+calls' own stream before that synchronize); then check that no call set a persisting limit again.
 CPU protocol: write a 32 MB buffer (about a last-level cache), then `perf_counter()` around the
 calls. A sample of several calls (sampling.py) reports the time per call.
 """
@@ -40,6 +41,7 @@ class Clock:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.launch_ms: float | None = None  # GPU: the last window's host time per call (launches)
+        self.tail_ms: float | None = None  # GPU: the last window's end (see CudaClock.interval)
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device)
 
     def flush_bytes(self) -> int:
@@ -108,10 +110,15 @@ class CudaClock(Clock):
         launch = perf_counter()
         outs = [fn() for fn in calls]
         self.launch_ms = (perf_counter() - launch) * 1e3 / len(calls)
+        stream_end = _Event(enable_timing=True)
+        stream_end.record()
         _synchronize(self.device)
         end.record()
         end.synchronize()
         _check_persisting()
+        # from the end of the calls' work on this stream to the end event: the host's wake-up
+        # from the device-wide synchronize, plus any work still running on other streams
+        self.tail_ms = stream_end.elapsed_time(end)
         return start.elapsed_time(end) / len(calls), outs
 
 

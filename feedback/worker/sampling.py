@@ -89,9 +89,10 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
-              launches: Sequence[float] = ()) -> TimingStats:
-    """Statistics over both passes' samples (per-call times), with each pass's median and the
-    median host launch time per call (`launches`, GPU)."""
+              launches: Sequence[float] = (), tails: Sequence[float] = ()) -> TimingStats:
+    """Statistics over both passes' samples (per-call times), with each pass's median, the
+    median host launch time per call (`launches`, GPU) and the median window tail (`tails`,
+    GPU, per window)."""
     times = [*a, *b]
     std = statistics.stdev(times) if len(times) > 1 else 0.0
     passes = [statistics.median(p) for p in (a, b) if p]
@@ -99,4 +100,5 @@ def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
                        std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
                        noise=noise(a, b),
-                       launch_ms=statistics.median(launches) if launches else None)
+                       launch_ms=statistics.median(launches) if launches else None,
+                       tail_ms=statistics.median(tails) if tails else None)

@@ -108,6 +108,7 @@ class Sampler:
         self.job, self.h, self.program, self.clock, self.guard = job, h, program, clock, guard
         self.passes: list[Pass] = []
         self.launches: list[float] = []  # the timed samples' host time per call (GPU)
+        self.tails: list[float] = []  # the timed samples' window tails (GPU, clocks.py)
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
@@ -125,6 +126,8 @@ class Sampler:
             raise _call_failure(self.job, exc) from exc
         if timed and self.clock.launch_ms is not None:
             self.launches.append(self.clock.launch_ms)
+        if timed and self.clock.tail_ms is not None:
+            self.tails.append(self.clock.tail_ms)
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
@@ -190,7 +193,8 @@ def run_time(job: WorkerJob) -> TimingResult:
         k = a.next
         guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
-    stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches)
+    stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
+                               sampler.tails)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     notes = sorted(set(h.notes))

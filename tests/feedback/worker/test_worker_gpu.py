@@ -65,6 +65,7 @@ def test_cuda_event_timing_is_sane(kit):
     assert t.clock == "cuda_events" and 100 <= t.n <= 400  # grown until the median is sure
     assert 0 < t.min_ms <= t.median_ms <= t.max_ms < 50
     assert t.launch_ms is not None and 0 < t.launch_ms < 50  # the host's share, per call
+    assert t.tail_ms is not None and 0 <= t.tail_ms < 50  # the device-wide synchronize's wake-up
     assert report.noise is not None and report.noise < 0.5
     assert report.environment.device.startswith("NVIDIA")
 

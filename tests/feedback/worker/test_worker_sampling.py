@@ -56,6 +56,8 @@ def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
     assert stats.noise == sampling.noise(a, b)
     assert stats.launch_ms is None  # the host clock: no launches apart from the timed window
     assert sampling.summarize(a, b, "cuda_events", 3, [0.02, 0.5, 0.03]).launch_ms == 0.03
+    assert stats.tail_ms is None
+    assert sampling.summarize(a, b, "cuda_events", 3, (), [0.01, 0.2, 0.015]).tail_ms == 0.015
 
 
 def test_max_trials_defaults_to_four_times_the_least():
