@@ -35,11 +35,14 @@ class EvalOptions(BaseModel):
                              "standard error of the median is at most this (0: take the most).")
     timing_budget_s: float = Field(default=10.0, gt=0, description="Stop sampling after this many "
                                    "seconds of timed intervals, whatever the standard error.")
-    interval_ms: float = Field(default=2.0, ge=0, description="Target length of one timed sample: "
-                               "a program shorter than this runs several calls back to back per "
-                               "sample (each on its own fresh inputs), so host launch overhead "
-                               "and the clock's own cost are spread over them; 0: one call each.")
-    max_calls_per_interval: int = Field(default=64, ge=1, description="Most calls in one sample.")
+    interval_ms: float | None = Field(default=None, ge=0, description="Target length of one "
+                                      "timed sample: a program shorter than this runs several "
+                                      "calls back to back per sample (each on its own fresh "
+                                      "inputs), so the window's fixed host time (the first launch, "
+                                      "the wake-up from the device-wide synchronize) is spread "
+                                      "over them; 0: one call each; None: 10 ms on a GPU, 2 ms on "
+                                      "the cpp backend (sampling.INTERVAL_MS).")
+    max_calls_per_interval: int = Field(default=256, ge=1, description="Most calls in one sample.")
     warmup: int = Field(default=5, ge=0, description="Untimed calls before timing (then untimed "
                         "samples until their times are stable, for up to `warmup_s`).")
     warmup_s: float = Field(default=2.0, ge=0, description="Most seconds of warm-up samples.")

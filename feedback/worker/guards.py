@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -78,6 +79,21 @@ def check_output(output: Any, inputs: Any, held: Any = ()) -> None:
         if any(_overlaps(span, other) for other in seen):
             raise violation(f"{name} shares memory with another output")
         seen.append(span)
+
+
+def check_apart(outputs: Sequence[Any]) -> None:
+    """No two of `outputs` (each one call's whole output, all still held by the caller) share
+    memory: one sort of their storage spans, not every pair (a sample of the time job holds
+    hundreds). Within one output, `check_output` has already judged its leaves."""
+    spans = sorted((span, i) for i, out in enumerate(outputs) for t in tensors(out)
+                   if (span := _span(t)) is not None)
+    end, owner = -1, None
+    for (lo, hi), i in spans:
+        if lo < end and i != owner:
+            raise violation("an output reuses the memory of an output returned by an earlier call, "
+                            "which the caller still holds (cached or replayed result)")
+        if hi > end:
+            end, owner = hi, i
 
 
 def check_inputs_untouched(used: Any, pristine: Any) -> None:

@@ -25,6 +25,12 @@ from typing import Any
 
 from feedback.result import TimingStats
 
+INTERVAL_MS = {"cuda": 10.0, "cpu": 2.0}
+"""The default target length of one timed sample (`EvalOptions.interval_ms` None), per device.
+On the H200 with 8 builds running, each GPU window carried 0.09-0.14 ms of host time (the first
+launch after the start event, the wake-up from the device-wide synchronize before the end
+event) that varied by up to ~0.05 ms between evaluations: 3-17% of a 1-ms window, about 1% of a
+10-ms one (docs/benchmarks.md, P3)."""
 WINDOW = 5
 STABLE = 0.01
 SE_FACTOR = 2.0
@@ -34,6 +40,13 @@ SE_FACTOR = 2.0
 def max_trials(options: Any) -> int:
     """The most timed samples a program gets: `timing_max_trials`, or 4 x `timing_trials`."""
     return max(options.timing_max_trials or 4 * options.timing_trials, options.timing_trials)
+
+
+def interval_ms(options: Any, device_type: str) -> float:
+    """The target sample length: `options.interval_ms`, or the device's `INTERVAL_MS`."""
+    if options.interval_ms is not None:
+        return options.interval_ms
+    return INTERVAL_MS["cpu" if device_type == "cpu" else "cuda"]
 
 
 def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int) -> int:

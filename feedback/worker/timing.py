@@ -3,7 +3,7 @@
 Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, probes.py):
 1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
 2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
-   back (`interval_ms`, `max_calls_per_interval`, and the input memory); then untimed samples until
+   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory); then untimed samples until
    their times are stable (or `warmup_s`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
    least `timing_trials` samples, more until the median's relative standard error is at most
@@ -66,7 +66,8 @@ HOST_BOUND = 0.8
 named host-bound in the result's warnings (the device waited on the host inside the window)."""
 
 INPUT_MEMORY = {"cuda": 4 << 30, "cpu": 512 << 20}
-"""Bytes of input and output buffers the calls-per-sample may use, both passes together."""
+"""Bytes of input and output buffers the calls-per-sample may use, both passes together; on a GPU
+at least this, or half the device memory free once the first pass is allocated (`_input_memory`)."""
 
 
 class Pass:
@@ -132,7 +133,8 @@ class Sampler:
             p.outputs[k] = out
         if self.guard is not None:
             for k in ks:
-                guards.check_output(p.outputs[k], p.buffers[k], _held(self.passes, p, k))
+                guards.check_output(p.outputs[k], p.buffers[k])
+            guards.check_apart([o for q in self.passes for o in q.outputs if o is not None])
             self.guard.after()
         p.last = ks
         return ms
@@ -156,8 +158,9 @@ def run_time(job: WorkerJob) -> TimingResult:
     first = Pass(h, per_pass)
     sampler.passes = [first]
     warm = [sampler.sample(first, 1, timed=False) for _ in range(max(opts.warmup, 1))]
-    room = INPUT_MEMORY["cpu" if h.device.type == "cpu" else "cuda"] // max(2 * h.io_bytes, 1)
-    calls = sampling.calls_per_interval(statistics.median(warm), opts.interval_ms,
+    room = _input_memory(h.device) // max(2 * h.io_bytes, 1)
+    calls = sampling.calls_per_interval(statistics.median(warm),
+                                        sampling.interval_ms(opts, h.device.type),
                                         opts.max_calls_per_interval, max(room, 1))
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
     sampler.passes = [a, b]
@@ -210,6 +213,17 @@ def run_time(job: WorkerJob) -> TimingResult:
         result.flops = cost.count_flops(h.reference, a.buffers[k])
         result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
     return result
+
+
+def _input_memory(device: torch.device) -> int:
+    """The module's INPUT_MEMORY for `device` (on a GPU, half its free memory when that is more)."""
+    if device.type == "cpu":
+        return INPUT_MEMORY["cpu"]
+    try:
+        free, _ = torch.cuda.mem_get_info(device)
+    except Exception:  # noqa: BLE001 - the fixed budget stands
+        free = 0
+    return max(INPUT_MEMORY["cuda"], free // 2)
 
 
 def _program(h: Harness, job: WorkerJob):

@@ -160,3 +160,17 @@ def test_cpu_blocks_handed_out_during_a_candidate_call_hold_poison(numel):
         assert bool((inside.view(torch.int32) == poison).all())
     assert float(inside[0]) < -1e38   # what a float32 reader of the unwritten part sees
     assert not bool((torch.empty(numel).view(torch.int32) == poison).all())  # off again
+
+
+def test_held_outputs_must_not_share_memory_found_by_one_sort():
+    import torch
+
+    from feedback.worker import guards
+
+    base = torch.zeros(64)
+    apart = [torch.zeros(8), (torch.zeros(4), torch.zeros(4)), torch.zeros(0), torch.zeros(8)]
+    guards.check_apart(apart)  # distinct storages, an empty one, a tuple output
+    for outputs in ([torch.zeros(8), base[:8], torch.zeros(8), base[40:]],  # two views of one
+                    [base, torch.zeros(2), (torch.zeros(3), base[10:12])]):  # inside a tuple
+        with pytest.raises(Exception, match="earlier call"):
+            guards.check_apart(outputs)

@@ -19,6 +19,13 @@ def test_calls_per_sample_fill_the_target_interval_within_the_limits():
     assert sampling.calls_per_interval(0.05, 0.0, 64, 100) == 1      # switched off
 
 
+def test_the_sample_length_is_the_options_or_the_devices_default():
+    assert sampling.interval_ms(EvalOptions(), "cuda") == sampling.INTERVAL_MS["cuda"] == 10.0
+    assert sampling.interval_ms(EvalOptions(), "cpu") == sampling.INTERVAL_MS["cpu"] == 2.0
+    assert sampling.interval_ms(EvalOptions(interval_ms=0), "cuda") == 0
+    assert sampling.interval_ms(EvalOptions(interval_ms=5), "cpu") == 5
+
+
 def test_standard_error_of_the_median_from_the_iqr():
     times = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
     # quartiles (exclusive method) 2.25 and 6.75; median 4.5
