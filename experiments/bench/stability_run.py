@@ -98,7 +98,8 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "samples": run.n if run else None,
                                          "calls_per_sample": run.calls_per_sample if run else None,
                                          "sm_clock_mhz": run.sm_clock_mhz if run else None,
-                                         "launch_ms": run.launch_ms if run else None})
+                                         "launch_ms": run.launch_ms if run else None,
+                                         "tail_ms": run.tail_ms if run else None})
                     row = rows[k.name][-1]
                     if args.do_bench_each and args.backend != "cpp":
                         row["do_bench_ms"] = _do_bench(problem, code, args.backend, opts, locate)
@@ -106,6 +107,7 @@ def run_suite(args: argparse.Namespace) -> int:
                           f"ms noise={result.noise} speedup={result.speedup_eager} "
                           f"samples={row['samples']}x{row['calls_per_sample']} "
                           f"sm_clock={row['sm_clock_mhz']} MHz launch={row['launch_ms']} ms "
+                          f"tail={row['tail_ms']} ms "
                           f"do_bench={row.get('do_bench_ms')} ms "
                           f"{result.message[:200]}", flush=True)
                     write(complete=False)
@@ -116,10 +118,10 @@ def run_suite(args: argparse.Namespace) -> int:
         for k, problem, opts, code in items:
             if args.backend != "cpp" and not args.no_do_bench:
                 benches[k.name] = _do_bench(problem, code, args.backend, opts, locate)
+        record = write(complete=True)  # before the wait for the load's last builds (~45 s)
     finally:
         if load:
             load.stop()
-    record = write(complete=True)
     for row in record["kernels"]:
         print(f"{row['name']}: median {row['median_ms']} ms, spread over {row['evaluations']} "
               f"evaluations {row['spread_pct']}%, do_bench {row['do_bench_ms']} ms")

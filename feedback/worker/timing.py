@@ -3,8 +3,9 @@
 Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, probes.py):
 1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
 2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
-   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory); then untimed samples until
-   their times are stable (or `warmup_s`).
+   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory), then one
+   untimed sample of that many, whose time per call sets it again (more calls, never fewer); then
+   untimed samples until their times are stable (or `warmup_s`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
    least `timing_trials` samples, more until the median's relative standard error is at most
    `timing_se` (or `timing_max_trials`, or `timing_budget_s`). The result's noise compares the two
@@ -159,9 +160,19 @@ def run_time(job: WorkerJob) -> TimingResult:
     sampler.passes = [first]
     warm = [sampler.sample(first, 1, timed=False) for _ in range(max(opts.warmup, 1))]
     room = _input_memory(h.device) // max(2 * h.io_bytes, 1)
-    calls = sampling.calls_per_interval(statistics.median(warm),
-                                        sampling.interval_ms(opts, h.device.type),
-                                        opts.max_calls_per_interval, max(room, 1))
+
+    def calls_for(call_ms: float) -> int:
+        return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
+                                           opts.max_calls_per_interval, max(room, 1))
+    calls = calls_for(statistics.median(warm))
+    if calls > 1:
+        # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
+        # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
+        # carries 1/calls of it, so its time per call sizes the samples
+        trial = first if calls <= per_pass else Pass(h, calls)
+        sampler.passes = [trial]
+        calls = max(calls, calls_for(sampler.sample(trial, calls, timed=False)))
+        sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
     sampler.passes = [a, b]
     settling, start = [], perf_counter()
