@@ -53,7 +53,8 @@ class TimingStats(_Record):
                                   "the host's wake-up plus work left on other streams.")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
-                                "error of the median).")
+                                "error of the median, and on a GPU 2 x `tail_ms` / calls per "
+                                "sample / median, the window's host share).")
 
 
 class Tolerance(_Record):

@@ -67,6 +67,16 @@ def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
     assert sampling.summarize(a, b, "cuda_events", 3, (), [0.01, 0.2, 0.015]).tail_ms == 0.015
 
 
+def test_noise_is_at_least_the_windows_host_share():
+    a, b = [1.0] * 8, [1.0] * 8  # the passes agree exactly, the standard error is 0
+    assert sampling.summarize(a, b, "cuda_events", 4).noise == 0.0
+    # a median tail of 0.1 ms per window of 4 calls of 1 ms: 2 x 0.1 / 4 / 1.0
+    assert sampling.summarize(a, b, "cuda_events", 4, (), [0.1, 0.1, 0.3]).noise == pytest.approx(0.05)
+    ragged = [1.0, 1.2, 1.0, 1.2, 1.0, 1.2, 1.0, 1.2]
+    inside = sampling.noise(ragged, [1.0] * 8)
+    assert sampling.summarize(ragged, [1.0] * 8, "cuda_events", 4, (), [0.0]).noise == inside > 0
+
+
 def test_max_trials_defaults_to_four_times_the_least():
     assert sampling.max_trials(EvalOptions(timing_trials=25)) == 100
     assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=30)) == 30
