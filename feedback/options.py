@@ -42,7 +42,9 @@ class EvalOptions(BaseModel):
                                       "the wake-up from the device-wide synchronize) is spread "
                                       "over them; 0: one call each; None: 10 ms on a GPU, 2 ms on "
                                       "the cpp backend (sampling.INTERVAL_MS).")
-    max_calls_per_interval: int = Field(default=256, ge=1, description="Most calls in one sample.")
+    max_calls_per_interval: int | None = Field(default=None, ge=1, description="Most calls in one "
+                                               "sample; None: 256 on a GPU, 64 on the cpp backend "
+                                               "(sampling.MAX_CALLS).")
     warmup: int = Field(default=5, ge=0, description="Untimed calls before timing (then untimed "
                         "samples until their times are stable, for up to `warmup_s`).")
     warmup_s: float = Field(default=2.0, ge=0, description="Most seconds of warm-up samples.")

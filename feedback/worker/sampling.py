@@ -34,6 +34,8 @@ On the H200 with 8 builds running, each GPU window carried 0.09-0.14 ms of host 
 launch after the start event, the wake-up from the device-wide synchronize before the end
 event) that varied by up to ~0.05 ms between evaluations: 3-17% of a 1-ms window, about 1% of a
 10-ms one (docs/benchmarks.md, P3)."""
+MAX_CALLS = {"cuda": 256, "cpu": 64}
+"""The default most calls in one sample (`EvalOptions.max_calls_per_interval` None), per device."""
 WINDOW = 5
 STABLE = 0.01
 SE_FACTOR = 2.0
@@ -56,6 +58,13 @@ def interval_ms(options: Any, device_type: str) -> float:
     if options.interval_ms is not None:
         return options.interval_ms
     return INTERVAL_MS["cpu" if device_type == "cpu" else "cuda"]
+
+
+def max_calls(options: Any, device_type: str) -> int:
+    """The most calls in one sample: `options.max_calls_per_interval`, or the device's `MAX_CALLS`."""
+    if options.max_calls_per_interval is not None:
+        return options.max_calls_per_interval
+    return MAX_CALLS["cpu" if device_type == "cpu" else "cuda"]
 
 
 def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int) -> int:

@@ -163,7 +163,7 @@ def run_time(job: WorkerJob) -> TimingResult:
 
     def calls_for(call_ms: float) -> int:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
-                                           opts.max_calls_per_interval, max(room, 1))
+                                           sampling.max_calls(opts, h.device.type), max(room, 1))
     calls = calls_for(statistics.median(warm))
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms

@@ -24,6 +24,9 @@ def test_the_sample_length_is_the_options_or_the_devices_default():
     assert sampling.interval_ms(EvalOptions(), "cpu") == sampling.INTERVAL_MS["cpu"] == 2.0
     assert sampling.interval_ms(EvalOptions(interval_ms=0), "cuda") == 0
     assert sampling.interval_ms(EvalOptions(interval_ms=5), "cpu") == 5
+    assert sampling.max_calls(EvalOptions(), "cuda") == 256
+    assert sampling.max_calls(EvalOptions(), "cpu") == 64
+    assert sampling.max_calls(EvalOptions(max_calls_per_interval=3), "cuda") == 3
 
 
 def test_standard_error_of_the_median_from_the_iqr():
