@@ -74,11 +74,11 @@ def compile_candidate(problem: Problem, code: str, backend: Backend,
     """Build and import the candidate in a child (or answer from the cache)."""
     start = time.monotonic()
     paths = locate(code, backend, options)
-    hit = cache.read_record(paths.outcome, CompileOutcome)
+    hit = _hit(paths)
     if hit is not None:
         return hit.model_copy(update={"cached": True, "seconds": time.monotonic() - start})
     with cache.locked(paths.directory.with_suffix(".lock")):
-        hit = cache.read_record(paths.outcome, CompileOutcome)  # a concurrent build finished
+        hit = _hit(paths)  # a concurrent build finished
         if hit is not None:
             return hit.model_copy(update={"cached": True, "seconds": time.monotonic() - start})
         if not paths.candidate.exists() or paths.candidate.read_text() != code:
@@ -92,6 +92,12 @@ def compile_candidate(problem: Problem, code: str, backend: Backend,
         if deterministic:
             cache.write_record(paths.outcome, outcome)
     return outcome
+
+
+def _hit(paths: BuildPaths) -> CompileOutcome | None:
+    """The cached outcome, when the candidate file it was built from is still beside it (every
+    later job imports that file; an outcome without it, from a cache pruned by hand, is a miss)."""
+    return cache.read_record(paths.outcome, CompileOutcome) if paths.candidate.exists() else None
 
 
 def _build(problem: Problem, backend: Backend, options: EvalOptions,

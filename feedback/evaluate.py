@@ -129,7 +129,7 @@ def _built_here(problem: Problem, code: str, backend: Backend, options: EvalOpti
     (another node of a Ray cluster whose cache this node does not share); the second value is
     the failed result when that build fails."""
     paths = locate(code, backend, options)
-    if paths.outcome.exists():
+    if paths.outcome.exists() and paths.candidate.exists():
         return paths, None
     built = compile_candidate(problem, code, backend, options)
     if built.status == Status.ok:

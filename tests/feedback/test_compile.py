@@ -36,6 +36,16 @@ def test_build_then_an_unchanged_source_is_a_cache_hit(relu, fast_options):
     assert locate(code, "cpp", fast_options).candidate.read_text() == code  # its own file
 
 
+def test_an_outcome_whose_candidate_file_is_gone_is_built_again(relu, fast_options):
+    code = cpp_candidate(extra=f"\n# {secrets.token_hex(4)}: its own cache entry\n")
+    assert compile_candidate(relu, code, "cpp", fast_options).status == Status.ok
+    paths = locate(code, "cpp", fast_options)
+    paths.candidate.unlink()  # a cache pruned by hand: the outcome record stays
+    again = compile_candidate(relu, code, "cpp", fast_options)
+    assert again.status == Status.ok and not again.cached
+    assert paths.candidate.read_text() == code
+
+
 def test_python_only_edits_share_the_extension_build(relu, fast_options):
     base = locate(cpp_candidate(), "cpp", fast_options)
     assert compile_candidate(relu, cpp_candidate(), "cpp", fast_options).status == Status.ok
