@@ -6,7 +6,9 @@ the section it cut:
 
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
-   sharing one cache, before any test runs;
+   sharing one cache, before any test runs that needs one: the next sections start once no
+   more than half the pool's slots are still building (a test that needs one of those last
+   builds waits on its lock);
 3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
    (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
    their timings apart; and beside them
@@ -14,21 +16,21 @@ the section it cut:
    empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
    honest) `ok`; its builds are the build section's, its device jobs take turns with the tests'
    through the device lock, and it runs off the timing core, as the evaluator's other children
-   do (neither it nor these tests time anything that a figure depends on);
-5. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
+   do (neither it nor these tests time anything that a figure depends on); and
+5. throughput: a short throughput batch (`experiments.bench.throughput --short --arms
+   framework`): it builds its candidates cold, on a cache of its own, by design. Beside the tests
+   its candidates/hour are a floor (its record names what ran beside it); the side-by-side with
+   KernelBench's flow (the `stock` arm), on a machine of its own, is the full benchmark's
+   (docs/benchmarks.md, P2);
+6. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
-6. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), alone too, with only its own builds alongside (run 10 had the Ray sweep beside it:
-   5 of its 9 evaluations in the time left);
-7. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
-   last: it builds its candidates cold, on a cache of its own, by design. The side-by-side with
-   KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
-   candidates it would say little and cost a second round of cold builds.
+7. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+   --short`), alone too, with only its own builds alongside.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output; `ray.log` for the sweep, which runs beside the
-tests), each test phase's stream of outcomes
+`gpu-check.log` (every section's own output; `ray.log` and `throughput.log` for the two that
+run beside the tests), each test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -54,11 +56,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "ray", "timing-tests", "stability", "throughput")
+SECTIONS = ("environment", "build", "tests", "ray", "throughput", "timing-tests", "stability")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
-            "throughput": 120, "ray": 240}  # caps; the whole run stops at --budget-s
-# stability: run 9's 9 evaluations took ~120 s after its builds, do_bench ~25 s more (run 10:
-# 5 evaluations in 114 s with the Ray sweep beside it); ray runs beside the tests, in their window
+            "throughput": 240, "ray": 240}  # caps; the whole run stops at --budget-s
+# stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more;
+# ray and throughput run beside the tests, in their window
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
 
@@ -72,6 +74,7 @@ class Check:
         self.env = env
         self.log = out / "gpu-check.log"
         self.lock = threading.Lock()  # sections that run side by side record one at a time
+        self.fixture_builds: set[str] = set()  # the build section's cache keys
         self.summary: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join(["python -m experiments.bench.gpu_check",
                                                    *sys.argv[1:]]),
@@ -244,28 +247,40 @@ def _first_line(argv: list[str], first: bool) -> str | None:
     return (lines[0] if first else lines[-1]) if lines else None
 
 
-def build(check: Check, jobs: int) -> dict:
-    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache."""
+def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
+    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache. `tail`
+    is set once at most `jobs // 2` builds are left (none waiting for a slot): the tests may start
+    beside those (H200, run 10: 37 of 40 fixtures built in 42 s, the last three, which parse
+    torch's headers in nvcc, took 95-98 s); a test that needs one of them waits on its lock."""
     sys.path.insert(0, str(REPO / "tests"))
     from gpu_fixtures import gpu_fixtures
 
-    from feedback.compile import compile_candidate
+    from feedback.compile import compile_candidate, locate
     from feedback.options import EvalOptions
     from problems.spec import select
 
     options = EvalOptions(device="cuda:0", compile_timeout_s=max(60, int(check.left())))
     fixtures = list({(code, backend): (spec, code, backend)
                      for spec, code, backend in gpu_fixtures()}.values())  # one build per source
+    ordered = first_per_extension(fixtures, options)
+    check.fixture_builds = {locate(code, backend, options).key for _, code, backend in ordered}
+    left, counting = [len(ordered)], threading.Lock()
 
     def one(item) -> dict:
         spec, code, backend = item
-        problem = select(spec).problems[0] if isinstance(spec, str) else spec
-        outcome = compile_candidate(problem, code, backend, options)
+        try:
+            problem = select(spec).problems[0] if isinstance(spec, str) else spec
+            outcome = compile_candidate(problem, code, backend, options)
+        finally:
+            with counting:
+                left[0] -= 1
+                if tail is not None and left[0] <= jobs // 2:
+                    tail.set()
         return {"problem": problem.id, "backend": backend, "status": outcome.status.value,
                 "seconds": round(outcome.seconds, 1), "cached": outcome.cached}
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        builds = list(pool.map(one, first_per_extension(fixtures, options)))
+        builds = list(pool.map(one, ordered))
     timeouts = [b for b in builds if b["status"] == "timeout"]
     return {"status": "failed" if timeouts else "passed", "fixtures": len(builds),
             "builds": builds, "cold": sum(not b["cached"] for b in builds)}
@@ -313,7 +328,7 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
     failed = sum(r["failed"] for r in files.values())
     # builds that the fixture list missed: each cost a cold build inside a test
     late = [p.parent.name for p in (cache / "build").glob("*/outcome.json")
-            if p.stat().st_mtime > started]
+            if p.stat().st_mtime > started and p.parent.name not in check.fixture_builds]
     status = "timeout" if code is None else ("passed" if code in (0, 5) and not failed else "failed")
     return {"status": status, "exit_code": code,
             "summary": f"{passed} passed, {failed} failed"
@@ -419,7 +434,8 @@ def render_markdown(summary: dict) -> str:
         lines.append(f"- Throughput (short form): {t['status']}, {t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
-                     f"{t.get('build_median_s')} s")
+                     f"{t.get('build_median_s')} s"
+                     + (f" (beside: {', '.join(t['beside'])})" if t.get("beside") else ""))
     if "ray" in s:
         lines.append(f"- Ray GPU smoke sweep: {s['ray']['status']} in {s['ray']['seconds']:.0f} s "
                      f"(verdicts: {s['ray'].get('statuses')})")
@@ -458,6 +474,51 @@ def print_table(summary: dict) -> None:
     print("sections: " + ", ".join(f"{k}={v.get('status')}" for k, v in s.items()))
 
 
+def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]) -> None:
+    """Run one section unless skipped or out of time, and record it however it ends."""
+    if name in skip:
+        return
+    if check.left() < 5:
+        check.record(name, {"status": "skipped", "seconds": 0, "reason": "no time left"})
+        return
+    start = time.monotonic()
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+        result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    result["seconds"] = round(time.monotonic() - start, 1)
+    check.record(name, result)
+
+
+def side_by_side(check: Check, args: argparse.Namespace, cache: Path, py: str) -> None:
+    """The tests, the Ray smoke sweep and the throughput short form at the same time: none of
+    them times anything a figure of this run depends on except throughput, whose candidates/hour
+    are then a floor measured beside the others (`beside` in its record; the benchmark's own
+    figure is docs/benchmarks.md, P2's, on a machine of its own). The sweep's builds are the
+    build section's; every device job takes turns through the device lock; the sweep and the
+    throughput batch run off the timing core."""
+    wanted = [n for n in ("tests", "ray", "throughput") if n not in args.skip]
+    beside = len(wanted) > 1
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
+    throughput_json = args.out / "throughput.json"
+    jobs = {
+        "tests": lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
+                               args.tests, beside=beside),
+        "ray": lambda: bench(
+            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+                           "--executor", "ray", "--out", str(runs)],
+            runs / "sweep.json", ray_figures, beside=beside, off_timing_core=beside),
+        "throughput": lambda: {**bench(
+            check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                                  "--arms", "framework", "--out", str(throughput_json)],
+            throughput_json, throughput_figures, beside=beside, off_timing_core=beside),
+            "beside": [n for n in wanted if n != "throughput"]},
+    }
+    with ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(run_section, check, args.skip, n, jobs[n]) for n in wanted]:
+            done.result()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -486,46 +547,22 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
 
     def section(name: str, fn: Callable[[], dict]) -> None:
-        if name in args.skip:
-            return
-        if check.left() < 5:
-            check.record(name, {"status": "skipped", "seconds": 0, "reason": "no time left"})
-            return
-        start = time.monotonic()
-        try:
-            result = fn()
-        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
-            result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
-        result["seconds"] = round(time.monotonic() - start, 1)
-        check.record(name, result)
+        run_section(check, args.skip, name, fn)
 
     section("environment", lambda: environment(check))
-    section("build", lambda: build(check, args.build_jobs))
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
-    both = "tests" not in args.skip and "ray" not in args.skip
-    suite = ("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
-                                    args.tests, beside=both))
-    ray = ("ray", lambda: bench(
-        check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                       "--executor", "ray", "--out", str(runs)],
-        runs / "sweep.json", ray_figures, beside=both, off_timing_core=both))
-    # side by side: neither times anything that matters (the tests that do are the timing
-    # section's); the smoke sweep's builds are the build section's, its device jobs take turns
-    # with the tests' through the device lock, and it runs off the timing core
-    with ThreadPoolExecutor(2) as pool:
-        for done in [pool.submit(section, *suite), pool.submit(section, *ray)]:
-            done.result()
+    tail = threading.Event()
+    with ThreadPoolExecutor(1) as builder:
+        built = builder.submit(section, "build", lambda: build(check, args.build_jobs, tail))
+        while not (tail.wait(1) or built.done()):
+            pass
+        side_by_side(check, args, cache, py)  # beside the build's last few, then alone
+        built.result()
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
     stability_json = args.out / "stability.json"
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                              "--out", str(stability_json)], stability_json, stability_figures))
-    throughput_json = args.out / "throughput.json"
-    section("throughput", lambda: bench(
-        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                              "--arms", "framework", "--out", str(throughput_json)],
-        throughput_json, throughput_figures))
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

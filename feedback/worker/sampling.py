@@ -14,9 +14,10 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
   Samples alternate between two passes, A and B, each with input buffers of its own (allocated
   apart, so where memory landed differs between them as it does between processes); noise is the
   largest of |median A - median B| / median, twice the standard error of the median, and (GPU)
-  the window's host share: `HOST_ENDS` x the median tail per window / calls per sample / median.
-  Both passes share the host's load, so neither of the first two sees host time inside the
-  window, which moves with that load between evaluations; the tail measures one end of it.
+  the window's host share: `HOST_ENDS` x the median tail timed per window (0 for a window that
+  ended on the calls' stream, clocks.py) / calls per sample / median. Both passes share the
+  host's load, so neither of the first two sees host time inside the window, which moves with
+  that load between evaluations; the tail measures one end of it.
 """
 
 from __future__ import annotations
@@ -120,20 +121,25 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
-              launches: Sequence[float] = (), tails: Sequence[float] = ()) -> TimingStats:
+              launches: Sequence[float] = (), tails: Sequence[float] = (),
+              in_window: Sequence[bool] = ()) -> TimingStats:
     """Statistics over both passes' samples (per-call times), with each pass's median, the
-    median host launch time per call (`launches`, GPU) and the median window tail (`tails`,
-    GPU, per window)."""
+    median host launch time per call (`launches`, GPU), the median window tail (`tails`, GPU, per
+    window) and the share of windows that ended on the calls' stream (those of `in_window` false:
+    their tail was not timed; all true where it is not given)."""
     times = [*a, *b]
     std = statistics.stdev(times) if len(times) > 1 else 0.0
     passes = [statistics.median(p) for p in (a, b) if p]
     tail = statistics.median(tails) if tails else None
+    counted = list(in_window) or [True] * len(tails)
     spread = noise(a, b)
-    if spread is not None and tail is not None and calls > 0 and statistics.median(times) > 0:
-        spread = max(spread, HOST_ENDS * tail / calls / statistics.median(times))
+    if spread is not None and tails and calls > 0 and statistics.median(times) > 0:
+        timed_tail = statistics.median(t if c else 0.0 for t, c in zip(tails, counted))
+        spread = max(spread, HOST_ENDS * timed_tail / calls / statistics.median(times))
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                        std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
                        noise=spread,
                        launch_ms=statistics.median(launches) if launches else None,
-                       tail_ms=tail)
+                       tail_ms=tail,
+                       stream_end_share=(counted.count(False) / len(counted)) if counted else None)

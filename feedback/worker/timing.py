@@ -111,6 +111,7 @@ class Sampler:
         self.passes: list[Pass] = []
         self.launches: list[float] = []  # the timed samples' host time per call (GPU)
         self.tails: list[float] = []  # the timed samples' window tails (GPU, clocks.py)
+        self.in_window: list[bool] = []  # whether each of those tails was inside its window
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
@@ -130,6 +131,7 @@ class Sampler:
             self.launches.append(self.clock.launch_ms)
         if timed and self.clock.tail_ms is not None:
             self.tails.append(self.clock.tail_ms)
+            self.in_window.append(self.clock.tail_in_window)
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
@@ -147,7 +149,7 @@ def run_time(job: WorkerJob) -> TimingResult:
     h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
     program = _program(h, job)
-    clock = clocks.clock_for(h.device, opts.flush_ahead)
+    clock = clocks.clock_for(h.device, opts.flush_ahead, opts.end_on_stream)
     guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
     handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
@@ -208,7 +210,7 @@ def run_time(job: WorkerJob) -> TimingResult:
         guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
-                               sampler.tails)
+                               sampler.tails, sampler.in_window)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     notes = sorted(set(h.notes))
