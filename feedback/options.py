@@ -56,18 +56,13 @@ class EvalOptions(BaseModel):
                              "flushes) for this long before the first call, so a timing process "
                              "starts at the clocks of a busy GPU, not an idle one (an experiment "
                              "for the timing-stability target; off until measured to help).")
-    flush_ahead: bool = Field(default=True, description="GPU: record a sample's start event "
+    flush_ahead: bool = Field(default=False, description="GPU: record a sample's start event "
                               "right after its L2 flush is queued, not after the device went idle "
                               "(as triton's do_bench does): the host then launches the first call "
-                              "while the flush runs, so its launch time is outside the window; "
-                              "work a candidate puts on another stream may then begin up to one "
-                              "flush (~0.1 ms on an H200) before the start event.")
-    end_on_stream: bool = Field(default=True, description="GPU: end a sample's window at the end "
-                                "of the calls' work on their own stream when the device-wide "
-                                "synchronize after it showed nothing else running (its end event "
-                                "within the process's trusted tail, clocks.py), so the host's "
-                                "wake-up is outside the window; off: every window ends after the "
-                                "device-wide synchronize.")
+                              "while the flush runs, so its launch time is outside the window. An "
+                              "experiment for the timing-stability target, off until measured to "
+                              "help: work a candidate puts on another stream may then begin up to "
+                              "one flush (~0.1 ms on an H200) before the start event.")
     time: bool = Field(default=True, description="Run the timing stage.")
     baselines: bool = Field(default=True, description="Time the eager (and compile) references.")
     compile_baseline: bool = Field(default=True, description="Also time torch.compile of the reference.")

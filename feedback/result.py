@@ -51,16 +51,10 @@ class TimingStats(_Record):
                                   "the time from the end of the calls' work on their own stream "
                                   "to the end event (recorded after a device-wide synchronize): "
                                   "the host's wake-up plus work left on other streams.")
-    stream_end_share: float | None = Field(default=None, description="GPU: share of the timed "
-                                           "windows that ended on the calls' own stream (their "
-                                           "tail no longer than the process's trusted tail, "
-                                           "clocks.py); the others ended after the device-wide "
-                                           "synchronize, their tail timed.")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
-                                "error of the median, and on a GPU 2 x the median tail timed "
-                                "per window / calls per sample / median, the window's host "
-                                "share).")
+                                "error of the median, and on a GPU 2 x `tail_ms` / calls per "
+                                "sample / median, the window's host share).")
 
 
 class Tolerance(_Record):

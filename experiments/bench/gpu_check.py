@@ -16,21 +16,20 @@ the section it cut:
    empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
    honest) `ok`; its builds are the build section's, its device jobs take turns with the tests'
    through the device lock, and it runs off the timing core, as the evaluator's other children
-   do (neither it nor these tests time anything that a figure depends on); and
-5. throughput: a short throughput batch (`experiments.bench.throughput --short --arms
-   framework`): it builds its candidates cold, on a cache of its own, by design. Beside the tests
-   its candidates/hour are a floor (its record names what ran beside it); the side-by-side with
-   KernelBench's flow (the `stock` arm), on a machine of its own, is the full benchmark's
-   (docs/benchmarks.md, P2);
-6. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
+   do (neither it nor these tests time anything that a figure depends on);
+5. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
-7. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), alone too, with only its own builds alongside.
+6. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+   --short`), alone too, with only its own builds alongside;
+7. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
+   last: it builds its candidates cold, on a cache of its own, by design. The side-by-side with
+   KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
+   candidates it would say little and cost a second round of cold builds.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output; `ray.log` and `throughput.log` for the two that
-run beside the tests), each test phase's stream of outcomes
+`gpu-check.log` (every section's own output; `ray.log` for the sweep, which runs beside the
+tests), each test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -56,11 +55,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "ray", "throughput", "timing-tests", "stability")
+SECTIONS = ("environment", "build", "tests", "ray", "timing-tests", "stability", "throughput")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
-            "throughput": 240, "ray": 240}  # caps; the whole run stops at --budget-s
+            "throughput": 120, "ray": 240}  # caps; the whole run stops at --budget-s
 # stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more;
-# ray and throughput run beside the tests, in their window
+# ray runs beside the tests, in their window
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
 
@@ -434,8 +433,7 @@ def render_markdown(summary: dict) -> str:
         lines.append(f"- Throughput (short form): {t['status']}, {t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
-                     f"{t.get('build_median_s')} s"
-                     + (f" (beside: {', '.join(t['beside'])})" if t.get("beside") else ""))
+                     f"{t.get('build_median_s')} s")
     if "ray" in s:
         lines.append(f"- Ray GPU smoke sweep: {s['ray']['status']} in {s['ray']['seconds']:.0f} s "
                      f"(verdicts: {s['ray'].get('statuses')})")
@@ -491,16 +489,14 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
 
 
 def side_by_side(check: Check, args: argparse.Namespace, cache: Path, py: str) -> None:
-    """The tests, the Ray smoke sweep and the throughput short form at the same time: none of
-    them times anything a figure of this run depends on except throughput, whose candidates/hour
-    are then a floor measured beside the others (`beside` in its record; the benchmark's own
-    figure is docs/benchmarks.md, P2's, on a machine of its own). The sweep's builds are the
-    build section's; every device job takes turns through the device lock; the sweep and the
-    throughput batch run off the timing core."""
-    wanted = [n for n in ("tests", "ray", "throughput") if n not in args.skip]
+    """The tests and the Ray smoke sweep at the same time: neither times anything that a figure
+    depends on (the tests that do are the timing section's); the sweep's builds are the build
+    section's, its device jobs take turns with the tests' through the device lock, and it runs off
+    the timing core. (The throughput short form beside them too, H200 2026-12-02: the tests'
+    correctness jobs waited 1,619 s for the device, the tests and the sweep ran past their caps.)"""
+    wanted = [n for n in ("tests", "ray") if n not in args.skip]
     beside = len(wanted) > 1
     runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
-    throughput_json = args.out / "throughput.json"
     jobs = {
         "tests": lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
                                args.tests, beside=beside),
@@ -508,13 +504,8 @@ def side_by_side(check: Check, args: argparse.Namespace, cache: Path, py: str) -
             check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
                            "--executor", "ray", "--out", str(runs)],
             runs / "sweep.json", ray_figures, beside=beside, off_timing_core=beside),
-        "throughput": lambda: {**bench(
-            check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                                  "--arms", "framework", "--out", str(throughput_json)],
-            throughput_json, throughput_figures, beside=beside, off_timing_core=beside),
-            "beside": [n for n in wanted if n != "throughput"]},
     }
-    with ThreadPoolExecutor(3) as pool:
+    with ThreadPoolExecutor(2) as pool:
         for done in [pool.submit(run_section, check, args.skip, n, jobs[n]) for n in wanted]:
             done.result()
 
@@ -563,6 +554,11 @@ def main(argv: list[str] | None = None) -> int:
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                              "--out", str(stability_json)], stability_json, stability_figures))
+    throughput_json = args.out / "throughput.json"
+    section("throughput", lambda: bench(
+        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                              "--arms", "framework", "--out", str(throughput_json)],
+        throughput_json, throughput_figures))
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

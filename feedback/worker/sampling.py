@@ -14,10 +14,9 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
   Samples alternate between two passes, A and B, each with input buffers of its own (allocated
   apart, so where memory landed differs between them as it does between processes); noise is the
   largest of |median A - median B| / median, twice the standard error of the median, and (GPU)
-  the window's host share: `HOST_ENDS` x the median tail timed per window (0 for a window that
-  ended on the calls' stream, clocks.py) / calls per sample / median. Both passes share the
-  host's load, so neither of the first two sees host time inside the window, which moves with
-  that load between evaluations; the tail measures one end of it.
+  the window's host share: `HOST_ENDS` x the median tail per window / calls per sample / median.
+  Both passes share the host's load, so neither of the first two sees host time inside the
+  window, which moves with that load between evaluations; the tail measures one end of it.
 """
 
 from __future__ import annotations
@@ -37,6 +36,12 @@ event) that varied by up to ~0.05 ms between evaluations: 3-17% of a 1-ms window
 10-ms one (docs/benchmarks.md, P3)."""
 MAX_CALLS = {"cuda": 256, "cpu": 64}
 """The default most calls in one sample (`EvalOptions.max_calls_per_interval` None), per device."""
+SIDE_TAIL_MS = 0.25
+"""A program whose single-call windows end, in the median, more than this after its calls' own
+stream was done leaves work running on other streams after forward() returns (the host's part of
+a tail was 0.03-0.14 ms on the H200 with builds alongside): in a window of several calls that work
+would overlap the next calls' (a relu that spun 2 ms on a new stream per call timed 0.29 ms per
+call in windows of many, H200, 2026-12-02), so such a program gets one call per window."""
 WINDOW = 5
 STABLE = 0.01
 SE_FACTOR = 2.0
@@ -66,6 +71,11 @@ def max_calls(options: Any, device_type: str) -> int:
     if options.max_calls_per_interval is not None:
         return options.max_calls_per_interval
     return MAX_CALLS["cpu" if device_type == "cpu" else "cuda"]
+
+
+def outlives_stream(tails: Sequence[float]) -> bool:
+    """Whether single-call windows with these tails (ms) show work left on other streams."""
+    return bool(tails) and statistics.median(tails) > SIDE_TAIL_MS
 
 
 def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int) -> int:
@@ -121,25 +131,20 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
-              launches: Sequence[float] = (), tails: Sequence[float] = (),
-              in_window: Sequence[bool] = ()) -> TimingStats:
+              launches: Sequence[float] = (), tails: Sequence[float] = ()) -> TimingStats:
     """Statistics over both passes' samples (per-call times), with each pass's median, the
-    median host launch time per call (`launches`, GPU), the median window tail (`tails`, GPU, per
-    window) and the share of windows that ended on the calls' stream (those of `in_window` false:
-    their tail was not timed; all true where it is not given)."""
+    median host launch time per call (`launches`, GPU) and the median window tail (`tails`,
+    GPU, per window)."""
     times = [*a, *b]
     std = statistics.stdev(times) if len(times) > 1 else 0.0
     passes = [statistics.median(p) for p in (a, b) if p]
     tail = statistics.median(tails) if tails else None
-    counted = list(in_window) or [True] * len(tails)
     spread = noise(a, b)
-    if spread is not None and tails and calls > 0 and statistics.median(times) > 0:
-        timed_tail = statistics.median(t if c else 0.0 for t, c in zip(tails, counted))
-        spread = max(spread, HOST_ENDS * timed_tail / calls / statistics.median(times))
+    if spread is not None and tail is not None and calls > 0 and statistics.median(times) > 0:
+        spread = max(spread, HOST_ENDS * tail / calls / statistics.median(times))
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                        std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
                        noise=spread,
                        launch_ms=statistics.median(launches) if launches else None,
-                       tail_ms=tail,
-                       stream_end_share=(counted.count(False) / len(counted)) if counted else None)
+                       tail_ms=tail)

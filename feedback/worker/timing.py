@@ -3,7 +3,8 @@
 Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, probes.py):
 1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
 2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
-   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory), then one
+   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
+   program that leaves work on other streams, sampling.outlives_stream), then one
    untimed sample of that many, whose time per call sets it again (more calls, never fewer); then
    untimed samples until their times are stable (or `warmup_s`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
@@ -111,7 +112,6 @@ class Sampler:
         self.passes: list[Pass] = []
         self.launches: list[float] = []  # the timed samples' host time per call (GPU)
         self.tails: list[float] = []  # the timed samples' window tails (GPU, clocks.py)
-        self.in_window: list[bool] = []  # whether each of those tails was inside its window
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
@@ -131,7 +131,6 @@ class Sampler:
             self.launches.append(self.clock.launch_ms)
         if timed and self.clock.tail_ms is not None:
             self.tails.append(self.clock.tail_ms)
-            self.in_window.append(self.clock.tail_in_window)
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
@@ -149,7 +148,7 @@ def run_time(job: WorkerJob) -> TimingResult:
     h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
     program = _program(h, job)
-    clock = clocks.clock_for(h.device, opts.flush_ahead, opts.end_on_stream)
+    clock = clocks.clock_for(h.device, opts.flush_ahead)
     guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
     handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
@@ -160,13 +159,18 @@ def run_time(job: WorkerJob) -> TimingResult:
     per_pass = max(-(-opts.input_sets // 2), 1)
     first = Pass(h, per_pass)
     sampler.passes = [first]
-    warm = [sampler.sample(first, 1, timed=False) for _ in range(max(opts.warmup, 1))]
+    warm, warm_tails = [], []
+    for _ in range(max(opts.warmup, 1)):
+        warm.append(sampler.sample(first, 1, timed=False))
+        if clock.tail_ms is not None:
+            warm_tails.append(clock.tail_ms)
+    overlaps = sampling.outlives_stream(warm_tails)
     room = _input_memory(h.device) // max(2 * h.io_bytes, 1)
 
     def calls_for(call_ms: float) -> int:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
                                            sampling.max_calls(opts, h.device.type), max(room, 1))
-    calls = calls_for(statistics.median(warm))
+    calls = 1 if overlaps else calls_for(statistics.median(warm))
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
         # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
@@ -210,10 +214,14 @@ def run_time(job: WorkerJob) -> TimingResult:
         guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
-                               sampler.tails, sampler.in_window)
+                               sampler.tails)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     notes = sorted(set(h.notes))
+    if overlaps:
+        notes.append(f"work left running on other streams after forward() returned (a single "
+                     f"call's window ended {statistics.median(warm_tails):.3g} ms after its own "
+                     "stream was done): timed one call per window, so calls cannot overlap")
     if stats.launch_ms is not None and stats.launch_ms >= HOST_BOUND * stats.median_ms:
         notes.append(f"host-bound timing: launching the calls took {stats.launch_ms:.4g} ms of "
                      f"host time per call against {stats.median_ms:.4g} ms per call timed, so "

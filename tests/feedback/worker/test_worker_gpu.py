@@ -66,8 +66,6 @@ def test_cuda_event_timing_is_sane(kit):
     assert 0 < t.min_ms <= t.median_ms <= t.max_ms < 50
     assert t.launch_ms is not None and 0 < t.launch_ms < 50  # the host's share, per call
     assert t.tail_ms is not None and 0 <= t.tail_ms < 50  # the device-wide synchronize's wake-up
-    # one stream, nothing else on the device: most windows end on the calls' stream
-    assert t.stream_end_share is not None and t.stream_end_share >= 0.5, t
     assert report.noise is not None and report.noise < 0.5
     assert report.environment.device.startswith("NVIDIA")
 
@@ -102,9 +100,8 @@ def test_l2_flush_sends_reads_to_memory(flush_ahead):
     cold = statistics.median(read_ms(True) for _ in range(50))
     hot = statistics.median(read_ms(False) for _ in range(50))
     assert cold > hot, (cold, hot)
-    # the clock's window (ending on the calls' stream, so nearly the read alone) is the cold read's
     window = statistics.median(clock.time(lambda: x.sum())[0] for _ in range(20))
-    assert window > (cold + hot) / 2, (window, cold, hot)
+    assert window > cold, (window, cold)
 
 
 def test_honest_candidate_on_cuda_passes_and_unwritten_output_reads_poison(kit):
@@ -121,8 +118,6 @@ def test_side_stream_work_is_inside_the_timed_window(kit):
     same = kit.run("time", CHAIN, SAME_STREAM, backend="cuda", timing_trials=30)
     assert side.status == same.status == Status.ok, (side.message, same.message)
     assert side.timing.median_ms > 0.7 * same.timing.median_ms
-    # the side stream's work outlasts the calls' stream: those windows end device-wide
-    assert side.timing.stream_end_share < 0.5 <= same.timing.stream_end_share, (side.timing, same.timing)
 
 
 def test_cuda_and_triton_kernels_count_as_the_candidates_own(kit, relu, cache_dir):

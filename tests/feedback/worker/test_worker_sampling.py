@@ -80,17 +80,11 @@ def test_noise_is_at_least_the_windows_host_share():
     assert sampling.summarize(ragged, [1.0] * 8, "cuda_events", 4, (), [0.0]).noise == inside > 0
 
 
-def test_a_tail_outside_its_window_adds_no_host_share():
-    a, b = [1.0] * 8, [1.0] * 8
-    tails = [0.1, 0.1, 0.3]
-    # two of three windows ended on the calls' stream: the median tail timed is 0
-    ended = sampling.summarize(a, b, "cuda_events", 4, (), tails, [False, True, False])
-    assert ended.noise == 0.0 and ended.stream_end_share == pytest.approx(2 / 3)
-    assert ended.tail_ms == 0.1  # the tail measured, whether timed or not
-    # all timed (a side stream's work, or the option off): 2 x 0.1 (the median) / 4 / 1.0
-    timed = sampling.summarize(a, b, "cuda_events", 4, (), tails, [True] * 3)
-    assert timed.noise == pytest.approx(0.05) and timed.stream_end_share == 0.0
-    assert sampling.summarize(a, b, "host_wall", 4).stream_end_share is None
+def test_work_left_on_other_streams_is_told_by_the_single_calls_tails():
+    assert not sampling.outlives_stream([])  # the cpp clock: no tails
+    assert not sampling.outlives_stream([0.05, 0.14, 0.03, 2.0])  # host wake-ups, one outlier
+    assert sampling.outlives_stream([2.06, 2.1, 0.05])  # a side stream's ~2 ms after each call
+    assert sampling.outlives_stream([sampling.SIDE_TAIL_MS * 1.01] * 3)
 
 
 def test_max_trials_defaults_to_four_times_the_least():
