@@ -32,6 +32,8 @@ POISON_MAX_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}
 SMALL_BLOCK = 1 << 20  # the CUDA caching allocator's small-pool boundary
 SETTLE_S = 0.02
 CPU_COPIES = 6
+REUSED = ("reuses the memory of an output returned by an earlier call, which the caller still "
+          "holds (cached or replayed result)")
 
 
 def violation(trick: str) -> JobFailure:
@@ -74,8 +76,7 @@ def check_output(output: Any, inputs: Any, held: Any = ()) -> None:
                 raise violation(f"{name} shares memory with input {i} (returns or views an input "
                                 "instead of writing a new tensor)")
         if any(_overlaps(span, other) for other in held_spans):
-            raise violation(f"{name} reuses the memory of an output returned by an earlier call, "
-                            "which the caller still holds (cached or replayed result)")
+            raise violation(f"{name} {REUSED}")
         if any(_overlaps(span, other) for other in seen):
             raise violation(f"{name} shares memory with another output")
         seen.append(span)
@@ -90,8 +91,7 @@ def check_apart(outputs: Sequence[Any]) -> None:
     end, owner = -1, None
     for (lo, hi), i in spans:
         if lo < end and i != owner:
-            raise violation("an output reuses the memory of an output returned by an earlier call, "
-                            "which the caller still holds (cached or replayed result)")
+            raise violation(f"an output {REUSED}")
         if hi > end:
             end, owner = hi, i
 

@@ -59,18 +59,19 @@ def max_trials(options: Any) -> int:
     return max(options.timing_max_trials or 4 * options.timing_trials, options.timing_trials)
 
 
+def _per_device(value: Any, table: dict[str, Any], device_type: str) -> Any:
+    """`value` where the options set one, else the device's entry of `table` (cpu or cuda)."""
+    return value if value is not None else table["cpu" if device_type == "cpu" else "cuda"]
+
+
 def interval_ms(options: Any, device_type: str) -> float:
     """The target sample length: `options.interval_ms`, or the device's `INTERVAL_MS`."""
-    if options.interval_ms is not None:
-        return options.interval_ms
-    return INTERVAL_MS["cpu" if device_type == "cpu" else "cuda"]
+    return _per_device(options.interval_ms, INTERVAL_MS, device_type)
 
 
 def max_calls(options: Any, device_type: str) -> int:
     """The most calls in one sample: `options.max_calls_per_interval`, or the device's `MAX_CALLS`."""
-    if options.max_calls_per_interval is not None:
-        return options.max_calls_per_interval
-    return MAX_CALLS["cpu" if device_type == "cpu" else "cuda"]
+    return _per_device(options.max_calls_per_interval, MAX_CALLS, device_type)
 
 
 def outlives_stream(tails: Sequence[float]) -> bool:
