@@ -7,6 +7,7 @@ never dies and never waits forever. What is enforced where is written down in fe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -156,6 +157,31 @@ def process_table() -> Iterator[tuple[int, list[str]]]:
             yield int(entry.name), stat[stat.rindex(")") + 2:].split()
         except (OSError, ValueError):
             continue
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process started by `pid`, its children's children included (they may each run in
+    a session of their own, as evaluator workers do), as /proc shows them now."""
+    children: dict[int, list[int]] = {}
+    for child, fields in process_table():
+        children.setdefault(int(fields[1]), []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_descendants(pid: int | None = None) -> int:
+    """SIGKILL every process that `pid` (default: this one) started and that still runs, each
+    child's session included: for a caller that abandons work its threads started (a build load
+    whose builds in flight are no result). How many there were."""
+    found = descendants(os.getpid() if pid is None else pid)
+    for child in found:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)
+    return len(found)
 
 
 def _session_pids(sid: int, running_only: bool = False) -> list[int]:

@@ -108,6 +108,8 @@ class Check:
             try:
                 code: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                from feedback.sandbox import descendants
+
                 started = descendants(proc.pid)  # before the kill, while they are still its own
                 os.killpg(proc.pid, 9)
                 proc.wait()
@@ -138,22 +140,6 @@ def _on_cores(cpus: list[int] | None):
         yield
     finally:
         os.sched_setaffinity(0, before)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process started by `pid`, its children's children included (they may each run in
-    a session of their own, as evaluator workers do), as /proc shows them now."""
-    from feedback.sandbox import process_table
-
-    children: dict[int, list[int]] = {}
-    for child, fields in process_table():
-        children.setdefault(int(fields[1]), []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
@@ -307,6 +293,14 @@ def xdist_available() -> bool:
         return False
 
 
+def gpu_test_files() -> list[str]:
+    """The test files that mark GPU tests (`pytest.mark.gpu`, as a module's `pytestmark` or on a
+    test): pytest collects only these, not all of tests/ (collecting the whole suite to deselect
+    all but the GPU tests took ~16 s per pytest process, 8 of them at once in the tests phase)."""
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py")
+                  if "mark.gpu" in p.read_text())
+
+
 def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
           select: list[str] | None = None, beside: bool = False) -> dict:
     from experiments.bench import testlog
@@ -316,7 +310,7 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
     joblog.unlink(missing_ok=True)
     argv = [sys.executable, "-m", "pytest", "-q", "-m", marker, "-p", "no:cacheprovider",
             "-p", "experiments.bench.testlog", "-o", f"faulthandler_timeout={STALL_S}",
-            *(select or ["tests"])]
+            *(select or gpu_test_files())]
     if workers > 1 and xdist_available():
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()

@@ -115,13 +115,12 @@ def run_suite(args: argparse.Namespace) -> int:
                           f"{result.message[:200]}", flush=True)
                     write(complete=False)
         timed_s = time.monotonic() - start
-        # no new load builds; those in flight end while do_bench runs (they are load, no result)
-        if load:
-            load.stop(wait=False)
+        if load:  # the standby workers are gone: the load's builds are this process's only children
+            load.stop()
         for k, problem, opts, code in items:
             if args.backend != "cpp" and not args.no_do_bench:
                 benches[k.name] = _do_bench(problem, code, args.backend, opts, locate)
-        record = write(complete=True)  # before the wait for the load's last builds (~45 s)
+        record = write(complete=True)
     finally:
         if load:
             load.stop()

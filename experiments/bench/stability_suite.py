@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedback.options import EvalOptions
+from feedback.sandbox import kill_descendants
 from problems.record import Problem
 from problems.spec import select
 
@@ -120,16 +121,22 @@ class BuildLoad:
             code = LOAD_CANDIDATE.format(nonce=secrets.token_hex(8))
             built = compile_candidate(self.problem, code, "cpp", self.options)
             with self.lock:
+                if self.halt.is_set():
+                    return  # killed by stop(), or finished after it: not counted
                 if built.status == Status.ok:
                     self.finished += 1
                 else:
                     self.failed.append(built.message[:300])
 
-    def stop(self, wait: bool = True) -> int:
-        """No new builds from now; with `wait`, also wait for those in flight (a C++ build takes
-        ~45 s). The number of builds finished so far."""
+    def stop(self) -> int:
+        """No new builds from now, and those in flight killed (a C++ build takes ~45 s, and what
+        it gives is load, not a result): call it where this process runs no other child. The
+        number of builds finished before."""
         self.halt.set()
-        for t in self.threads if wait else ():
-            t.join()
         with self.lock:
-            return self.finished
+            finished = self.finished
+        while any(t.is_alive() for t in self.threads):  # one may start a build as it halts
+            kill_descendants()
+            for t in self.threads:
+                t.join(0.2)
+        return finished

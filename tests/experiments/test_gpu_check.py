@@ -148,21 +148,6 @@ def test_a_section_beside_another_kills_only_what_it_started(tmp_path):
         other.kill()
 
 
-def test_descendants_are_found_across_sessions():
-    code = ("import subprocess, sys, time; "
-            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
-            "start_new_session=True); print(c.pid, flush=True); time.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        child = int(proc.stdout.readline())
-        assert child in gpu_check.descendants(proc.pid)
-        assert gpu_check.descendants(child) == []
-    finally:
-        os.killpg(proc.pid, 9)
-        os.kill(child, 9)
-
-
 def test_the_ray_sweep_passes_only_when_it_judged_its_honest_kernels_ok(tmp_path, attempt,
                                                                          store_factory):
     """Its transcript holds honest kernels only: a sweep that ran but judged one wrongly (or
@@ -185,3 +170,16 @@ def test_the_ray_sweep_passes_only_when_it_judged_its_honest_kernels_ok(tmp_path
     got = gpu_check.bench(check, "ray", [sys.executable, "-c", "pass"], index,
                           gpu_check.ray_figures)
     assert got["exit_code"] == 0 and got["status"] == "failed"
+
+
+def test_the_gpu_test_files_hold_every_gpu_test():
+    def collected(paths: list[str]) -> set[str]:
+        out = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-m", "gpu",
+                              "-p", "no:cacheprovider", *paths], cwd=REPO, capture_output=True,
+                             text=True, timeout=300, check=False).stdout
+        return {line for line in out.splitlines() if "::" in line}
+
+    files = gpu_check.gpu_test_files()
+    assert "tests/feedback/test_gpu.py" in files and len(files) < 20, files
+    everything = collected(["tests"])
+    assert everything and collected(files) == everything

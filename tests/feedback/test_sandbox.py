@@ -7,13 +7,20 @@ risk (never a fork loop: root ignores RLIMIT_NPROC).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from feedback.sandbox import ChildOutcome, isolation_available, run_child
+from feedback.sandbox import (
+    ChildOutcome,
+    descendants,
+    isolation_available,
+    kill_descendants,
+    run_child,
+)
 
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
@@ -129,3 +136,40 @@ def test_read_only_paths_with_a_writable_hole(tmp_path):
                     readonly=[ro], writable=[hole])
     assert f"denied {ro / 'a'}" in out.stdout_tail and f"wrote {hole / 'b'}" in out.stdout_tail
     assert not (ro / "a").exists()
+
+
+def test_descendants_are_found_across_sessions():
+    code = ("import subprocess, sys, time; "
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+            "start_new_session=True); print(c.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        child = int(proc.stdout.readline())
+        assert child in descendants(proc.pid)
+        assert descendants(child) == []
+    finally:
+        os.killpg(proc.pid, 9)
+        os.kill(child, 9)
+
+
+def test_kill_descendants_kills_a_child_and_its_own_session_child():
+    code = ("import subprocess, sys, time; "
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], "
+            "start_new_session=True); print(c.pid, flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    assert kill_descendants() >= 2
+    assert proc.wait(timeout=10) == -9
+    deadline = time.monotonic() + 10
+    while _state(child) not in ("Z", "X"):  # a zombie until its new parent reaps it
+        assert time.monotonic() < deadline, "the child's own-session child still runs"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat[stat.rindex(")") + 2:].split()[0]
