@@ -177,11 +177,17 @@ def kill_descendants(pid: int | None = None) -> int:
     """SIGKILL every process that `pid` (default: this one) started and that still runs, each
     child's session included: for a caller that abandons work its threads started (a build load
     whose builds in flight are no result). How many there were."""
-    found = descendants(os.getpid() if pid is None else pid)
-    for child in found:
+    return kill(descendants(os.getpid() if pid is None else pid))
+
+
+def kill(pids: Sequence[int]) -> int:
+    """SIGKILL each of `pids`; how many were still there to kill."""
+    killed = 0
+    for pid in pids:
         with contextlib.suppress(OSError):
-            os.kill(child, signal.SIGKILL)
-    return len(found)
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 def _session_pids(sid: int, running_only: bool = False) -> list[int]:

@@ -108,13 +108,13 @@ class Check:
             try:
                 code: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                from feedback.sandbox import descendants
+                from feedback.sandbox import descendants, kill
 
                 started = descendants(proc.pid)  # before the kill, while they are still its own
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 code = None
-                orphans = _kill(started) + (0 if beside else kill_workers())
+                orphans = kill(started) + (0 if beside else kill_workers())
                 out.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
                           f" (and {orphans} of its processes left running)\n")
         return code, time.monotonic() - start
@@ -155,19 +155,9 @@ def kill_workers(marker: bytes = b"feedback.worker") -> int:
                 found.append(int(proc.name))
         except (OSError, ValueError):
             continue
-    return _kill(found)
+    from feedback.sandbox import kill
 
-
-def _kill(pids: list[int]) -> int:
-    """SIGKILL each of `pids`; how many were still there to kill."""
-    killed = 0
-    for pid in pids:
-        try:
-            os.kill(pid, 9)
-            killed += 1
-        except OSError:
-            continue
-    return killed
+    return kill(found)
 
 
 def unpack_bundle(bundle: Path | None) -> list[str]:
