@@ -11,14 +11,13 @@ the section it cut:
    builds waits on its lock);
 3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
    (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
-   their timings apart; and beside them
-4. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
-   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
-   honest) `ok`; its builds are the build section's, its device jobs take turns with the tests'
-   through the device lock, and it runs off the timing core, as the evaluator's other children
-   do (neither it nor these tests time anything that a figure depends on);
-5. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
+   their timings apart;
+4. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
+5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
+   honest) `ok`; its builds are the build section's. Alone: beside the tests (H200, run 19) its
+   device jobs queued behind eight test processes' and it judged nothing in 240 s;
 6. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
    --short`), alone too, with only its own builds alongside;
 7. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
@@ -28,8 +27,7 @@ the section it cut:
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output; `ray.log` for the sweep, which runs beside the
-tests), each test phase's stream of outcomes
+`gpu-check.log` (every section's own output), each test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -40,7 +38,6 @@ Only the standard library is imported before the bundle is unpacked.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -55,11 +52,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "ray", "timing-tests", "stability", "throughput")
+SECTIONS = ("environment", "build", "tests", "timing-tests", "ray", "stability", "throughput")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
-            "throughput": 120, "ray": 240}  # caps; the whole run stops at --budget-s
-# stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more;
-# ray runs beside the tests, in their window
+            "throughput": 120, "ray": 150}  # caps; the whole run stops at --budget-s
+# stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
 
@@ -74,6 +70,7 @@ class Check:
         self.log = out / "gpu-check.log"
         self.lock = threading.Lock()  # sections that run side by side record one at a time
         self.fixture_builds: set[str] = set()  # the build section's cache keys
+        self.worker_marker = b"feedback.worker"  # the command line of an evaluator worker
         self.summary: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join(["python -m experiments.bench.gpu_check",
                                                    *sys.argv[1:]]),
@@ -90,21 +87,17 @@ class Check:
             print(f"[gpu-check] {name}: {result.get('status')} in "
                   f"{result.get('seconds', 0):.0f} s", flush=True)
 
-    def run(self, name: str, argv: list[str], limit_s: float, log: Path | None = None,
-            beside: bool = False, off_timing_core: bool = False) -> tuple[int | None, float]:
-        """Run one command with its output appended to the log (`log`: a file of its own); None
-        as the exit code when it ran past its limit (killed with its process group and every
-        process it started). `beside`: another section runs at the same time, so a kill spares
-        that one's workers; `off_timing_core`: the command and all it starts run off GPU 0's
-        timing core (feedback/cores.py)."""
+    def run(self, name: str, argv: list[str], limit_s: float) -> tuple[int | None, float]:
+        """Run one command with its output appended to the log; None as the exit code when it
+        ran past its limit (killed with its process group, every process it started, and every
+        evaluator worker left on the machine: `worker_marker`)."""
         timeout = max(1.0, min(limit_s, self.left()))
         start = time.monotonic()
-        with (log or self.log).open("a") as out:
+        with self.log.open("a") as out:
             out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
             out.flush()
-            with _on_cores(_off_timing_core() if off_timing_core else None):
-                proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 code: int | None = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -114,32 +107,10 @@ class Check:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 code = None
-                orphans = kill(started) + (0 if beside else kill_workers())
+                orphans = kill(started) + kill_workers(self.worker_marker)
                 out.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
                           f" (and {orphans} of its processes left running)\n")
         return code, time.monotonic() - start
-
-
-def _off_timing_core() -> list[int] | None:
-    from feedback import cores
-
-    place = cores.plan(0)
-    return list(place.others) if place else None
-
-
-@contextlib.contextmanager
-def _on_cores(cpus: list[int] | None):
-    """This thread on `cpus` for the block (Linux: affinity is per thread, and a child started
-    in the block inherits it); the other threads keep theirs."""
-    if not cpus:
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
@@ -292,7 +263,7 @@ def gpu_test_files() -> list[str]:
 
 
 def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
-          select: list[str] | None = None, beside: bool = False) -> dict:
+          select: list[str] | None = None) -> dict:
     from experiments.bench import testlog
 
     log, joblog = check.out / f"testlog-{name}.jsonl", check.out / f"joblog-{name}.jsonl"
@@ -305,7 +276,7 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
     check.env["KERNEL_REFINE_TESTLOG"], check.env["KERNEL_REFINE_JOBLOG"] = str(log), str(joblog)
-    code, _ = check.run(name, argv, LIMITS_S[name], beside=beside)
+    code, _ = check.run(name, argv, LIMITS_S[name])
     files, failures, unfinished = testlog.read(log)
     passed = sum(r["passed"] for r in files.values())
     failed = sum(r["failed"] for r in files.values())
@@ -322,11 +293,8 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
 
 
 def bench(check: Check, name: str, argv: list[str], result_file: Path,
-          figures: Callable[[dict], dict], beside: bool = False,
-          off_timing_core: bool = False) -> dict:
-    log = check.out / f"{name}.log" if beside else None
-    code, seconds = check.run(name, argv, LIMITS_S[name], log=log, beside=beside,
-                              off_timing_core=off_timing_core)
+          figures: Callable[[dict], dict]) -> dict:
+    code, seconds = check.run(name, argv, LIMITS_S[name])
     out: dict = {"status": "passed" if code == 0 else ("timeout" if code is None else "failed"),
                  "exit_code": code, "seconds": round(seconds, 1)}
     if result_file.exists():
@@ -472,28 +440,6 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
     check.record(name, result)
 
 
-def side_by_side(check: Check, args: argparse.Namespace, cache: Path, py: str) -> None:
-    """The tests and the Ray smoke sweep at the same time: neither times anything that a figure
-    depends on (the tests that do are the timing section's); the sweep's builds are the build
-    section's, its device jobs take turns with the tests' through the device lock, and it runs off
-    the timing core. (The throughput short form beside them too, H200 2026-12-02: the tests'
-    correctness jobs waited 1,619 s for the device, the tests and the sweep ran past their caps.)"""
-    wanted = [n for n in ("tests", "ray") if n not in args.skip]
-    beside = len(wanted) > 1
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
-    jobs = {
-        "tests": lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
-                               args.tests, beside=beside),
-        "ray": lambda: bench(
-            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                           "--executor", "ray", "--out", str(runs)],
-            runs / "sweep.json", ray_figures, beside=beside, off_timing_core=beside),
-    }
-    with ThreadPoolExecutor(2) as pool:
-        for done in [pool.submit(run_section, check, args.skip, n, jobs[n]) for n in wanted]:
-            done.result()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -530,10 +476,15 @@ def main(argv: list[str] | None = None) -> int:
         built = builder.submit(section, "build", lambda: build(check, args.build_jobs, tail))
         while not (tail.wait(1) or built.done()):
             pass
-        side_by_side(check, args, cache, py)  # beside the build's last few, then alone
+        section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers,
+                                       cache, args.tests))  # beside the build's last few
         built.result()
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
+    section("ray", lambda: bench(
+        check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+                       "--executor", "ray", "--out", str(runs)], runs / "sweep.json", ray_figures))
     stability_json = args.out / "stability.json"
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",

@@ -6,7 +6,8 @@ running. Under pytest-xdist the controller receives every worker's reports, so o
 
 With `KERNEL_REFINE_JOBLOG=FILE` as well, every evaluator job that a test starts (in whichever
 process runs the test) appends one line: its kind and role, the seconds it waited for the device
-lock and the seconds it then held it, and the test: where a GPU suite's time goes (`jobs`).
+lock and the seconds it then held it, when it began (Unix time: a timeline of the device), and the
+test: where a GPU suite's time goes (`jobs`).
 """
 
 from __future__ import annotations
@@ -39,12 +40,12 @@ def _trace_jobs(path: str) -> None:
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
         here.wait, here.held = None, None
-        start, run = time.monotonic(), None
+        start, began, run = time.monotonic(), time.time(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)
             return run
         finally:
-            row = {"kind": kind, "role": role, "problem": problem.id,
+            row = {"kind": kind, "role": role, "problem": problem.id, "began": round(began, 2),
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
                    "held_s": here.held, "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                    "phases": run.report.phases if run is not None else {}}

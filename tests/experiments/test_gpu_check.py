@@ -129,23 +129,29 @@ def test_workers_left_running_by_a_killed_section_are_killed():
         proc.kill()
 
 
-def test_a_section_beside_another_kills_only_what_it_started(tmp_path):
-    """The GPU tests and the Ray smoke sweep run side by side: the kill of one at its limit
-    takes its own workers (each in a session of its own) and leaves the other's running."""
+def test_a_section_killed_at_its_limit_takes_what_it_started_and_the_workers_left(tmp_path):
+    """A command that runs past its limit is killed with the processes it started in sessions
+    of their own, and so is every evaluator worker still on the machine (here: the processes that
+    carry this test's marker), so none of them runs on into the next section's timings."""
+    marker = f"kr-test-{os.getpid()}-{time.monotonic_ns()}"
     spawn = ("import subprocess, sys, time; "
              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
              "start_new_session=True); time.sleep(120)")
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
                              start_new_session=True)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                 start_new_session=True)
     try:
         check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
-        code, _ = check.run("beside", [sys.executable, "-c", spawn], 2.0,
-                            log=tmp_path / "beside.log", beside=True, off_timing_core=True)
+        check.worker_marker = marker.encode()
+        code, _ = check.run("slow", [sys.executable, "-c", spawn], 2.0)
         assert code is None
-        assert "(and 1 of its processes left running)" in (tmp_path / "beside.log").read_text()
-        assert other.poll() is None  # the other section's worker runs on
+        assert "(and 2 of its processes left running)" in check.log.read_text()
+        assert stray.wait(timeout=10) == -9
+        assert bystander.poll() is None  # neither started by it nor a worker: left alone
     finally:
-        other.kill()
+        stray.kill()
+        bystander.kill()
 
 
 def test_the_ray_sweep_passes_only_when_it_judged_its_honest_kernels_ok(tmp_path, attempt,
