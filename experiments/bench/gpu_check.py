@@ -6,28 +6,30 @@ the section it cut:
 
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
-   sharing one cache, before any test runs that needs one: the next sections start once no
-   more than half the pool's slots are still building (a test that needs one of those last
-   builds waits on its lock);
+   sharing one cache; and beside it from the start
 3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
-   (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
-   their timings apart;
+   (pytest-xdist, one file per worker): a test that needs a fixture still building waits on its
+   lock, the others keep the device busy (the tests are bound by the device: H200 run 21, their
+   jobs waited 1,330 s for its lock; started after the build, they left it idle for its 85 s);
+   the evaluator's device lock keeps their timings apart;
 4. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
-5. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
-   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
-   honest) `ok`; its builds are the build section's. Alone: beside the tests (H200, run 19) its
-   device jobs queued behind eight test processes' and it judged nothing in 240 s;
-6. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+5. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
    --short`), alone too, with only its own builds alongside;
-7. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`),
-   last: it builds its candidates cold, on a cache of its own, by design. The side-by-side with
+6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`):
+   it builds its candidates cold, on a cache of its own, by design. The side-by-side with
    KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
-   candidates it would say little and cost a second round of cold builds.
+   candidates it would say little and cost a second round of cold builds. Beside it, while its
+   builds keep the CPU busy and the device idle,
+7. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
+   honest) `ok`; its builds are the build section's. Not beside the tests: there (H200, run 19)
+   its device jobs queued behind eight test processes' and it judged nothing in 240 s.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
-`gpu-check.log` (every section's own output), each test phase's stream of outcomes
+`NAME.log` (each section's own output; `gpu-check.log`, the workers killed between sections), each
+test phase's stream of outcomes
 (`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
@@ -52,7 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "timing-tests", "ray", "stability", "throughput")
+SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
 LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
             "throughput": 120, "ray": 150}  # caps; the whole run stops at --budget-s
 # stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more
@@ -88,12 +90,13 @@ class Check:
                   f"{result.get('seconds', 0):.0f} s", flush=True)
 
     def run(self, name: str, argv: list[str], limit_s: float) -> tuple[int | None, float]:
-        """Run one command with its output appended to the log; None as the exit code when it
-        ran past its limit (killed with its process group, every process it started, and every
-        evaluator worker left on the machine: `worker_marker`)."""
+        """Run one command with its output appended to NAME.log in the run's folder; None as the
+        exit code when it ran past its limit (killed with its process group and every process it
+        started; the evaluator workers of a section that ran beside it live on: `kill_strays`
+        takes what is left once no section runs)."""
         timeout = max(1.0, min(limit_s, self.left()))
         start = time.monotonic()
-        with self.log.open("a") as out:
+        with (self.out / f"{name}.log").open("a") as out:
             out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
             out.flush()
             proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
@@ -107,10 +110,18 @@ class Check:
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 code = None
-                orphans = kill(started) + kill_workers(self.worker_marker)
+                orphans = kill(started)
                 out.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
                           f" (and {orphans} of its processes left running)\n")
         return code, time.monotonic() - start
+
+    def kill_strays(self) -> None:
+        """Kill the evaluator workers that outlived their section (`worker_marker`), so none runs
+        on into the next section's timings; say so in the log."""
+        strays = kill_workers(self.worker_marker)
+        if strays:
+            with self.log.open("a") as out:
+                out.write(f"\n===== {strays} evaluator workers outlived their section: killed\n")
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
@@ -193,11 +204,9 @@ def _first_line(argv: list[str], first: bool) -> str | None:
     return (lines[0] if first else lines[-1]) if lines else None
 
 
-def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
-    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache. `tail`
-    is set once at most `jobs // 2` builds are left (none waiting for a slot): the tests may start
-    beside those (H200, run 10: 37 of 40 fixtures built in 42 s, the last three, which parse
-    torch's headers in nvcc, took 95-98 s); a test that needs one of them waits on its lock."""
+def build(check: Check, jobs: int) -> dict:
+    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache (the
+    tests run beside it: one that needs a fixture still building waits on its lock)."""
     sys.path.insert(0, str(REPO / "tests"))
     from gpu_fixtures import gpu_fixtures
 
@@ -210,18 +219,11 @@ def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
                      for spec, code, backend in gpu_fixtures()}.values())  # one build per source
     ordered = first_per_extension(fixtures, options)
     check.fixture_builds = {locate(code, backend, options).key for _, code, backend in ordered}
-    left, counting = [len(ordered)], threading.Lock()
 
     def one(item) -> dict:
         spec, code, backend = item
-        try:
-            problem = select(spec).problems[0] if isinstance(spec, str) else spec
-            outcome = compile_candidate(problem, code, backend, options)
-        finally:
-            with counting:
-                left[0] -= 1
-                if tail is not None and left[0] <= jobs // 2:
-                    tail.set()
+        problem = select(spec).problems[0] if isinstance(spec, str) else spec
+        outcome = compile_candidate(problem, code, backend, options)
         return {"problem": problem.id, "backend": backend, "status": outcome.status.value,
                 "seconds": round(outcome.seconds, 1), "cached": outcome.cached}
 
@@ -440,6 +442,15 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
     check.record(name, result)
 
 
+def beside(check: Check, skip: list[str], sections: dict[str, Callable[[], dict]]) -> None:
+    """Run these sections at the same time (each recorded as it ends), then kill the evaluator
+    workers any of them left behind."""
+    with ThreadPoolExecutor(len(sections)) as pool:
+        for done in [pool.submit(run_section, check, skip, n, fn) for n, fn in sections.items()]:
+            done.result()
+    check.kill_strays()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -468,32 +479,30 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
 
     def section(name: str, fn: Callable[[], dict]) -> None:
-        run_section(check, args.skip, name, fn)
+        beside(check, args.skip, {name: fn})
 
     section("environment", lambda: environment(check))
-    tail = threading.Event()
-    with ThreadPoolExecutor(1) as builder:
-        built = builder.submit(section, "build", lambda: build(check, args.build_jobs, tail))
-        while not (tail.wait(1) or built.done()):
-            pass
-        section("tests", lambda: tests(check, "tests", "gpu and not timing", args.test_workers,
-                                       cache, args.tests))  # beside the build's last few
-        built.result()
+    beside(check, args.skip, {  # the tests wait on the locks of fixtures still building
+        "build": lambda: build(check, args.build_jobs),
+        "tests": lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
+                               args.tests)})
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
-    section("ray", lambda: bench(
-        check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                       "--executor", "ray", "--out", str(runs)], runs / "sweep.json", ray_figures))
     stability_json = args.out / "stability.json"
     section("stability", lambda: bench(
         check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                              "--out", str(stability_json)], stability_json, stability_figures))
     throughput_json = args.out / "throughput.json"
-    section("throughput", lambda: bench(
-        check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                              "--arms", "framework", "--out", str(throughput_json)],
-        throughput_json, throughput_figures))
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
+    beside(check, args.skip, {
+        "throughput": lambda: bench(
+            check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                                  "--arms", "framework", "--out", str(throughput_json)],
+            throughput_json, throughput_figures),
+        "ray": lambda: bench(
+            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+                           "--executor", "ray", "--out", str(runs)], runs / "sweep.json",
+            ray_figures)})
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

@@ -70,7 +70,7 @@ def test_a_command_past_its_limit_is_killed_with_its_children(tmp_path):
     code, _ = check.run("sleep", [sys.executable, "-c",
                                         "import subprocess; subprocess.run(['sleep', '30'])"], 1.0)
     assert code is None and time.monotonic() - start < 10
-    assert "killed at its limit" in (tmp_path / "gpu-check.log").read_text()
+    assert "killed at its limit" in (tmp_path / "sleep.log").read_text()
 
 
 def test_each_section_is_written_as_it_finishes(tmp_path):
@@ -129,10 +129,11 @@ def test_workers_left_running_by_a_killed_section_are_killed():
         proc.kill()
 
 
-def test_a_section_killed_at_its_limit_takes_what_it_started_and_the_workers_left(tmp_path):
+def test_a_section_killed_at_its_limit_takes_what_it_started_and_then_the_strays(tmp_path):
     """A command that runs past its limit is killed with the processes it started in sessions
-    of their own, and so is every evaluator worker still on the machine (here: the processes that
-    carry this test's marker), so none of them runs on into the next section's timings."""
+    of their own; a section beside it keeps its workers until no section runs, when every
+    evaluator worker still on the machine (here: the processes that carry this test's marker) is
+    killed, so none of them runs on into the next section's timings."""
     marker = f"kr-test-{os.getpid()}-{time.monotonic_ns()}"
     spawn = ("import subprocess, sys, time; "
              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
@@ -144,9 +145,13 @@ def test_a_section_killed_at_its_limit_takes_what_it_started_and_the_workers_lef
     try:
         check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
         check.worker_marker = marker.encode()
-        code, _ = check.run("slow", [sys.executable, "-c", spawn], 2.0)
-        assert code is None
-        assert "(and 2 of its processes left running)" in check.log.read_text()
+        gpu_check.beside(check, [], {"slow": lambda: {
+            "status": "timeout" if check.run("slow", [sys.executable, "-c", spawn], 2.0)[0] is None
+            else "passed"}, "quick": lambda: {"status": "passed"}})
+        assert check.summary["sections"]["slow"]["status"] == "timeout"
+        assert check.summary["sections"]["quick"]["status"] == "passed"
+        assert "(and 1 of its processes left running)" in (tmp_path / "slow.log").read_text()
+        assert "1 evaluator workers outlived their section: killed" in check.log.read_text()
         assert stray.wait(timeout=10) == -9
         assert bystander.poll() is None  # neither started by it nor a worker: left alone
     finally:
