@@ -6,12 +6,12 @@ the section it cut:
 
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
-   sharing one cache; and beside it from the start
+   sharing one cache, before any test runs that needs one: the next sections start once no
+   more than half the pool's slots are still building (a test that needs one of those last
+   builds waits on its lock);
 3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
-   (pytest-xdist, one file per worker): a test that needs a fixture still building waits on its
-   lock, the others keep the device busy (the tests are bound by the device: H200 run 21, their
-   jobs waited 1,330 s for its lock; started after the build, they left it idle for its 85 s);
-   the evaluator's device lock keeps their timings apart;
+   (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
+   their timings apart;
 4. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
 5. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
@@ -43,6 +43,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -73,6 +74,7 @@ class Check:
         self.lock = threading.Lock()  # sections that run side by side record one at a time
         self.fixture_builds: set[str] = set()  # the build section's cache keys
         self.worker_marker = b"feedback.worker"  # the command line of an evaluator worker
+        self.killed = threading.Event()  # a section ran past its limit and was killed
         self.summary: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "command": " ".join(["python -m experiments.bench.gpu_check",
                                                    *sys.argv[1:]]),
@@ -111,13 +113,19 @@ class Check:
                 proc.wait()
                 code = None
                 orphans = kill(started)
+                self.killed.set()
                 out.write(f"\n===== {name}: killed at its limit of {timeout:.0f} s"
                           f" (and {orphans} of its processes left running)\n")
         return code, time.monotonic() - start
 
     def kill_strays(self) -> None:
-        """Kill the evaluator workers that outlived their section (`worker_marker`), so none runs
-        on into the next section's timings; say so in the log."""
+        """After a section was killed at its limit: kill the evaluator workers still on the
+        machine (`worker_marker`), so none runs on into the next section's timings; say so in the
+        log. Only then: a section that ends by itself leaves none, and a worker of anyone else's
+        evaluation on this host (a sweep beside `make gpu-check`, another test run) must live."""
+        if not self.killed.is_set():
+            return
+        self.killed.clear()
         strays = kill_workers(self.worker_marker)
         if strays:
             with self.log.open("a") as out:
@@ -204,9 +212,14 @@ def _first_line(argv: list[str], first: bool) -> str | None:
     return (lines[0] if first else lines[-1]) if lines else None
 
 
-def build(check: Check, jobs: int) -> dict:
-    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache (the
-    tests run beside it: one that needs a fixture still building waits on its lock)."""
+def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
+    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache. `tail`
+    is set once at most `jobs // 2` builds are left (none waiting for a slot): the tests may start
+    beside those (H200, run 10: 37 of 40 fixtures built in 42 s, the last three, which parse
+    torch's headers in nvcc, took 95-98 s); a test that needs one of them waits on its lock.
+    (The tests beside the whole build, H200 run 22: the test processes raced the pool to the
+    fixtures and built 26 of them themselves, the build took 128 s instead of 94 and the tests
+    314 s instead of 247.)"""
     sys.path.insert(0, str(REPO / "tests"))
     from gpu_fixtures import gpu_fixtures
 
@@ -219,11 +232,18 @@ def build(check: Check, jobs: int) -> dict:
                      for spec, code, backend in gpu_fixtures()}.values())  # one build per source
     ordered = first_per_extension(fixtures, options)
     check.fixture_builds = {locate(code, backend, options).key for _, code, backend in ordered}
+    left, counting = [len(ordered)], threading.Lock()
 
     def one(item) -> dict:
         spec, code, backend = item
-        problem = select(spec).problems[0] if isinstance(spec, str) else spec
-        outcome = compile_candidate(problem, code, backend, options)
+        try:
+            problem = select(spec).problems[0] if isinstance(spec, str) else spec
+            outcome = compile_candidate(problem, code, backend, options)
+        finally:
+            with counting:
+                left[0] -= 1
+                if tail is not None and left[0] <= jobs // 2:
+                    tail.set()
         return {"problem": problem.id, "backend": backend, "status": outcome.status.value,
                 "seconds": round(outcome.seconds, 1), "cached": outcome.cached}
 
@@ -286,12 +306,34 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
     late = [p.parent.name for p in (cache / "build").glob("*/outcome.json")
             if p.stat().st_mtime > started and p.parent.name not in check.fixture_builds]
     status = "timeout" if code is None else ("passed" if code in (0, 5) and not failed else "failed")
-    return {"status": status, "exit_code": code,
+    crashed = any("crashed while running" in f["message"] for f in failures)
+    return {"kernel_log": kill_messages(_kernel_log()) if crashed else None,
+            "status": status, "exit_code": code,
             "summary": f"{passed} passed, {failed} failed"
                        + (f", {len(unfinished)} not finished" if unfinished else ""),
             "passed": passed, "failed": failed, "files": files, "failures": failures,
             "unfinished": unfinished, "builds_during_tests": len(late),
             "jobs": testlog.jobs(joblog)}
+
+
+KILL_WORDS = re.compile(r"out of memory|oom-kill|oom_reaper|killed process", re.IGNORECASE)
+
+
+def kill_messages(text: str | None, last: int = 20) -> list[str] | None:
+    """The kernel's last lines about processes it killed (the OOM killer), from `dmesg` text:
+    what a crashed pytest worker (`node down`, no traceback) leaves behind; None unread."""
+    if text is None:
+        return None
+    return [line for line in text.splitlines() if KILL_WORDS.search(line)][-last:]
+
+
+def _kernel_log() -> str | None:
+    try:
+        got = subprocess.run(["dmesg", "-T"], capture_output=True, text=True, timeout=10,
+                             check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return got.stdout if got.returncode == 0 else None
 
 
 def bench(check: Check, name: str, argv: list[str], result_file: Path,
@@ -374,6 +416,8 @@ def render_markdown(summary: dict) -> str:
         for fail in s.get(name, {}).get("failures", []):
             first = fail["message"].strip().splitlines()[:1] or [""]
             lines.append(f"- FAILED `{fail['test']}`: {first[0][:300]}")
+        if s.get(name, {}).get("kernel_log"):
+            lines += [f"  - kernel: `{line[:200]}`" for line in s[name]["kernel_log"]]
     lines.append("")
     if "stability" in s:
         st = s["stability"]
@@ -408,6 +452,9 @@ def print_table(summary: dict) -> None:
                 print(f"  FAILED {fail['test']}")
             for node in s[name].get("unfinished", []):
                 print(f"  NOT FINISHED {node}")
+            if s[name].get("kernel_log") is not None or any(
+                    "crashed while running" in f["message"] for f in s[name].get("failures", [])):
+                print(f"  a worker crashed; the kernel's kill messages: {s[name].get('kernel_log')}")
             for job, j in s[name].get("jobs", {}).items():
                 phases = ", ".join(f"{k} {v:.0f} s" for k, v in j.get("phases", {}).items())
                 print(f"  jobs {job:20s} {j['jobs']:4d}: {j['seconds']:7.1f} s "
@@ -443,8 +490,8 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
 
 
 def beside(check: Check, skip: list[str], sections: dict[str, Callable[[], dict]]) -> None:
-    """Run these sections at the same time (each recorded as it ends), then kill the evaluator
-    workers any of them left behind."""
+    """Run these sections at the same time (each recorded as it ends), then, where one was
+    killed at its limit, the evaluator workers it left behind."""
     with ThreadPoolExecutor(len(sections)) as pool:
         for done in [pool.submit(run_section, check, skip, n, fn) for n, fn in sections.items()]:
             done.result()
@@ -482,10 +529,17 @@ def main(argv: list[str] | None = None) -> int:
         beside(check, args.skip, {name: fn})
 
     section("environment", lambda: environment(check))
-    beside(check, args.skip, {  # the tests wait on the locks of fixtures still building
-        "build": lambda: build(check, args.build_jobs),
-        "tests": lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
-                               args.tests)})
+    tail = threading.Event()
+    with ThreadPoolExecutor(1) as builder:
+        built = builder.submit(run_section, check, args.skip, "build",
+                               lambda: build(check, args.build_jobs, tail))
+        while not (tail.wait(1) or built.done()):
+            pass
+        run_section(check, args.skip, "tests",  # beside the build's last few
+                    lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
+                                  args.tests))
+        built.result()
+    check.kill_strays()
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
     stability_json = args.out / "stability.json"

@@ -106,7 +106,8 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "experiments.bench.testlog",
                            "-p", "no:cacheprovider", "-o", "addopts=",
                            str(tmp_path / "test_job_sample.py")],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]
     (row,) = [json.loads(line) for line in joblog.read_text().splitlines()]
     assert row["kind"] == "correct" and row["problem"] == "level1/19_relu"
@@ -133,7 +134,8 @@ def test_a_section_killed_at_its_limit_takes_what_it_started_and_then_the_strays
     """A command that runs past its limit is killed with the processes it started in sessions
     of their own; a section beside it keeps its workers until no section runs, when every
     evaluator worker still on the machine (here: the processes that carry this test's marker) is
-    killed, so none of them runs on into the next section's timings."""
+    killed, so none of them runs on into the next section's timings. Sections that all end by
+    themselves kill nothing."""
     marker = f"kr-test-{os.getpid()}-{time.monotonic_ns()}"
     spawn = ("import subprocess, sys, time; "
              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], "
@@ -153,6 +155,11 @@ def test_a_section_killed_at_its_limit_takes_what_it_started_and_then_the_strays
         assert "(and 1 of its processes left running)" in (tmp_path / "slow.log").read_text()
         assert "1 evaluator workers outlived their section: killed" in check.log.read_text()
         assert stray.wait(timeout=10) == -9
+        survivor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
+                                    start_new_session=True)
+        gpu_check.beside(check, [], {"quick": lambda: {"status": "passed"}})
+        assert survivor.poll() is None  # no section was killed: nothing is a stray
+        survivor.kill()
         assert bystander.poll() is None  # neither started by it nor a worker: left alone
     finally:
         stray.kill()
@@ -194,3 +201,13 @@ def test_the_gpu_test_files_hold_every_gpu_test():
     assert "tests/feedback/test_gpu.py" in files and len(files) < 20, files
     everything = collected(["tests"])
     assert everything and collected(files) == everything
+
+
+def test_a_crashed_workers_kill_is_found_in_the_kernel_log():
+    text = ("[Tue Dec  1 10:00:00 2026] eth0: link up\n"
+            "[Tue Dec  1 10:00:01 2026] python3 invoked oom-killer: gfp_mask=0x140cca\n"
+            "[Tue Dec  1 10:00:01 2026] Out of memory: Killed process 4242 (python3) "
+            "total-vm:9000000kB\n")
+    assert gpu_check.kill_messages(text) == text.splitlines()[1:]
+    assert gpu_check.kill_messages("[0.1] usb 1-1: new device\n") == []
+    assert gpu_check.kill_messages(None) is None  # dmesg could not be read
