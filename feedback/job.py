@@ -96,7 +96,9 @@ class WorkerReport(BaseModel):
     phases: dict[str, float] = Field(
         default_factory=dict, description="Seconds per phase inside the worker: `start` (the "
         "job's arrival to its dispatch: imports, checks), `prepare` (problem, reference and "
-        "candidate loaded, CUDA up), `work` (the rest). Where a job's time goes, for benchmarks "
+        "candidate loaded, CUDA up), a time job's `warmup`, `refill` (fresh inputs), `windows` "
+        "(the timed samples) and `checks` (guards, probes, spot checks), `other` (the rest: "
+        "a correctness job's work). Where a job's time goes, for benchmarks "
         "and `make gpu-check`; no verdict reads it.")
 
 

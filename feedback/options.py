@@ -27,10 +27,12 @@ class EvalOptions(BaseModel):
     tolerance: str = Field(default="fp64-relative",
                            description="`fp64-relative`, `kernelbench` (1e-4) or `kernelbench-v0` (1e-2).")
     correctness_trials: int = Field(default=5, ge=1, description="Fresh input sets checked.")
-    timing_trials: int = Field(default=100, ge=1, description="Least number of timed samples "
-                               "(intervals) per program; more are taken until `timing_se` is met.")
+    timing_trials: int | None = Field(default=None, ge=1, description="Least number of timed "
+                                      "samples (intervals) per program; more are taken until "
+                                      "`timing_se` is met. None: 30 on a GPU (samples of 30 ms), "
+                                      "100 on the cpp backend (sampling.MIN_TRIALS).")
     timing_max_trials: int | None = Field(default=None, ge=1, description="Most timed samples per "
-                                          "program; None: 4 x `timing_trials`.")
+                                          "program; None: 4 x the least.")
     timing_se: float = Field(default=0.002, ge=0, description="Stop sampling once the relative "
                              "standard error of the median is at most this (0: take the most).")
     timing_budget_s: float = Field(default=10.0, gt=0, description="Stop sampling after this many "
@@ -40,10 +42,10 @@ class EvalOptions(BaseModel):
                                       "calls back to back per sample (each on its own fresh "
                                       "inputs), so the window's fixed host time (the first launch, "
                                       "the wake-up from the device-wide synchronize) is spread "
-                                      "over them; 0: one call each; None: 10 ms on a GPU, 2 ms on "
+                                      "over them; 0: one call each; None: 30 ms on a GPU, 2 ms on "
                                       "the cpp backend (sampling.INTERVAL_MS).")
     max_calls_per_interval: int | None = Field(default=None, ge=1, description="Most calls in one "
-                                               "sample; None: 256 on a GPU, 64 on the cpp backend "
+                                               "sample; None: 512 on a GPU, 64 on the cpp backend "
                                                "(sampling.MAX_CALLS).")
     warmup: int = Field(default=5, ge=0, description="Untimed calls before timing (then untimed "
                         "samples until their times are stable, for up to `warmup_s`).")

@@ -99,7 +99,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     from problems.loaders import load_file
 
     options = EvalOptions(device=args.device, size=args.size, cache_dir=cache, profile=args.profile,
-                          correctness_trials=args.correct_trials, timing_trials=args.timing_trials,
+                          correctness_trials=args.correct_trials,
                           compile_baseline=args.compile_baseline, arch=args.arch)
     items = [(load_file(c["problem"]), c["file"].read_text(), args.backend) for c in candidates]
     start = time.monotonic()
@@ -189,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default=None, help="problem size preset (e.g. small)")
     parser.add_argument("--arch", default=None, help="TORCH_CUDA_ARCH_LIST (default: detected)")
     parser.add_argument("--correct-trials", type=int, default=5)
-    parser.add_argument("--timing-trials", type=int, default=100)
+    parser.add_argument("--timing-trials", type=int, default=100,
+                        help="the stock arm's timed calls (KernelBench's 100); the framework arm "
+                             "takes the evaluator's own default samples")
     parser.add_argument("--profile", action="store_true", help="framework: run the profile stage")
     parser.add_argument("--no-compile-baseline", dest="compile_baseline", action="store_false",
                         help="framework: skip the torch.compile baseline")

@@ -161,9 +161,10 @@ def _check_time(report: WorkerReport, job: WorkerJob) -> str:
     t = report.timing
     if t is None:
         return "a passing timing job without timings"
-    from feedback.worker.sampling import max_trials
+    from feedback.worker.sampling import max_trials, min_trials
 
-    least, most = job.options.timing_trials, max_trials(job.options)
+    device = "cpu" if job.backend == "cpp" else "cuda"
+    least, most = min_trials(job.options, device), max_trials(job.options, device)
     if not least <= t.n <= most:
         return f"{t.n} timed samples reported, {least} to {most} asked"
     if t.clock != _CLOCKS[job.backend]:

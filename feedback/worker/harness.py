@@ -25,7 +25,7 @@ import torch
 from feedback.job import WorkerJob
 from feedback.policy import own_code_violation
 from feedback.result import Status
-from feedback.worker import audit, devices, guards, inputs, loading, tamper
+from feedback.worker import audit, devices, guards, inputs, loading, phases, tamper
 from feedback.worker.errors import JobFailure, candidate_error
 from feedback.worker.ops import dispatched_ops, op_names
 from feedback.worker.owncode import OwnCode
@@ -66,17 +66,10 @@ class Harness:
     notes: list[str] = field(default_factory=list)
 
 
-PREPARE_SECONDS: list[float] = []
-"""Seconds each `prepare` of this job took (run.py reports them as the job's `prepare` phase)."""
-
-
 def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = None) -> Harness:
     """Steps 1 and 2 of the module docstring; the candidate only when `job.candidate_path`."""
-    start = perf_counter()
-    try:
+    with phases.timed("prepare"):
         return _prepare(job, with64=with64, cpu_threads=cpu_threads)
-    finally:
-        PREPARE_SECONDS.append(perf_counter() - start)
 
 
 def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None) -> Harness:

@@ -16,7 +16,7 @@ import torch
 from feedback import fastbuild
 from feedback.job import WorkerJob, WorkerReport
 from feedback.result import Status
-from feedback.worker import audit, devices, harness
+from feedback.worker import audit, devices, harness, phases
 from feedback.worker.caches import configure_environment
 from feedback.worker.errors import JobFailure, format_exception
 
@@ -30,6 +30,7 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
     runs between the last integrity check and the report's serialisation.
     """
     start = perf_counter()
+    phases.clear()
     devices.enforce_device_waits(not in_process)
     configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
     fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
@@ -51,9 +52,10 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
             harness.KEEP_ALIVE.clear()
     report.environment = _environment(job)
     report.seconds = perf_counter() - start
-    prepared = sum(harness.PREPARE_SECONDS)
+    parts = dict(phases.SECONDS)
     report.phases = {"start": round(start - arrived, 3) if arrived is not None else 0.0,
-                     "prepare": round(prepared, 3), "work": round(report.seconds - prepared, 3)}
+                     **{k: round(v, 3) for k, v in parts.items()},
+                     "other": round(report.seconds - sum(parts.values()), 3)}
     return report
 
 

@@ -28,14 +28,21 @@ from typing import Any
 
 from feedback.result import TimingStats
 
-INTERVAL_MS = {"cuda": 10.0, "cpu": 2.0}
+INTERVAL_MS = {"cuda": 30.0, "cpu": 2.0}
 """The default target length of one timed sample (`EvalOptions.interval_ms` None), per device.
-On the H200 with 8 builds running, each GPU window carried 0.09-0.14 ms of host time (the first
+On the H200 with 8 builds running, each GPU window carried 0.05-0.19 ms of host time (the first
 launch after the start event, the wake-up from the device-wide synchronize before the end
 event) that varied by up to ~0.05 ms between evaluations: 3-17% of a 1-ms window, about 1% of a
-10-ms one (docs/benchmarks.md, P3)."""
-MAX_CALLS = {"cuda": 256, "cpu": 64}
-"""The default most calls in one sample (`EvalOptions.max_calls_per_interval` None), per device."""
+10-ms one (docs/benchmarks.md, P3). 30 ms against 10 ms, same run (H200 run 20): spreads over
+three evaluations 0.34% against 1.46% (a 0.1 ms relu), 0.06% against 0.74% (a 0.4 ms softmax)."""
+MAX_CALLS = {"cuda": 512, "cpu": 64}
+"""The default most calls in one sample (`EvalOptions.max_calls_per_interval` None), per device:
+on a GPU enough to fill 30 ms with calls of 0.06 ms; a shorter program's calls are bound by the
+host's launch and refill time anyway, which more calls per sample would only multiply."""
+MIN_TRIALS = {"cuda": 30, "cpu": 100}
+"""The default least number of timed samples (`EvalOptions.timing_trials` None), per device. A
+GPU sample is a 30 ms window of up to 512 calls, each on fresh inputs; more samples are taken
+while the median's standard error is above `timing_se`."""
 SIDE_TAIL_MS = 0.25
 """A program whose single-call windows end, in the median, more than this after its calls' own
 stream was done leaves work running on other streams after forward() returns (the host's part of
@@ -54,9 +61,15 @@ spread 1.07%, 1.74% and 1.71% over three evaluations; the passes' difference and
 error came to 0.04-0.3%."""
 
 
-def max_trials(options: Any) -> int:
-    """The most timed samples a program gets: `timing_max_trials`, or 4 x `timing_trials`."""
-    return max(options.timing_max_trials or 4 * options.timing_trials, options.timing_trials)
+def min_trials(options: Any, device_type: str) -> int:
+    """The least timed samples: `options.timing_trials`, or the device's `MIN_TRIALS`."""
+    return _per_device(options.timing_trials, MIN_TRIALS, device_type)
+
+
+def max_trials(options: Any, device_type: str) -> int:
+    """The most timed samples a program gets: `timing_max_trials`, or 4 x the least."""
+    least = min_trials(options, device_type)
+    return max(options.timing_max_trials or 4 * least, least)
 
 
 def _per_device(value: Any, table: dict[str, Any], device_type: str) -> Any:

@@ -3,7 +3,7 @@
 Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, probes.py):
 1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
 2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
-   back (`interval_ms`: 10 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
+   back (`interval_ms`: 30 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
    program that leaves work on other streams, sampling.outlives_stream), then one
    untimed sample of that many, whose time per call sets it again (more calls, never fewer); then
    untimed samples until their times are stable (or `warmup_s`).
@@ -45,6 +45,7 @@ from feedback.worker import (
     handoff,
     inputs,
     persist,
+    phases,
     pinning,
     sampling,
 )
@@ -78,7 +79,8 @@ class Pass:
     def __init__(self, h: Harness, n_sets: int) -> None:
         self.h = h
         self.seeds = [inputs.secret_seed() for _ in range(n_sets)]
-        self.buffers = [inputs.make_inputs(h.problem, h.device, s) for s in self.seeds]
+        with phases.timed("refill"):
+            self.buffers = [inputs.make_inputs(h.problem, h.device, s) for s in self.seeds]
         self.outputs: list[Any] = [None] * n_sets
         self.used = [False] * n_sets
         self.next = 0
@@ -115,14 +117,16 @@ class Sampler:
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
-        ks = p.take(calls)
+        with phases.timed("refill"):
+            ks = p.take(calls)
         program = self.program
         fns = [functools.partial(program, *p.buffers[k]) for k in ks]
 
         def run() -> tuple[float, list[Any]]:
             return self.clock.interval(fns)
         try:
-            ms, outs = self.guard.timed(run) if self.guard is not None and timed else run()
+            with phases.timed("windows" if timed else "warmup"):
+                ms, outs = self.guard.timed(run) if self.guard is not None and timed else run()
         except persist.PersistenceViolation as exc:
             raise JobFailure(Status.guard_violation, str(exc)) from exc
         except BaseException as exc:
@@ -134,10 +138,11 @@ class Sampler:
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
-            for k in ks:
-                guards.check_output(p.outputs[k], p.buffers[k])
-            guards.check_apart([o for q in self.passes for o in q.outputs if o is not None])
-            self.guard.after()
+            with phases.timed("checks"):
+                for k in ks:
+                    guards.check_output(p.outputs[k], p.buffers[k])
+                guards.check_apart([o for q in self.passes for o in q.outputs if o is not None])
+                self.guard.after()
         p.last = ks
         return ms
 
@@ -149,7 +154,8 @@ def run_time(job: WorkerJob) -> TimingResult:
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
     program = _program(h, job)
     clock = clocks.clock_for(h.device, opts.flush_ahead)
-    guard = TimingGuard(h, policy, 0, opts.timing_trials) if job.role == "candidate" else None
+    least = sampling.min_trials(opts, h.device.type)
+    guard = TimingGuard(h, policy, 0, least) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
     handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
     pinned = pinning.pin(job.cores)
@@ -186,32 +192,33 @@ def run_time(job: WorkerJob) -> TimingResult:
         settling.append(sampler.sample((a, b)[len(settling) % 2], calls, timed=False))
 
     times: tuple[list[float], list[float]] = ([], [])
-    most = sampling.max_trials(opts)
+    most = sampling.max_trials(opts, h.device.type)
     start, last = perf_counter(), None
     while True:
         i = len(times[0]) + len(times[1])
         p = (a, b)[i % 2]
         if guard is not None and guard.is_probe(i):
-            if last is not None:
-                _spot_check(h, policy, *last)
-            k = p.next
-            guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
+            with phases.timed("checks"):
+                if last is not None:
+                    _spot_check(h, policy, *last)
+                k = p.next
+                guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
             p.used[k] = True  # the timed call on this buffer gets content the probe never saw
         times[i % 2].append(sampler.sample(p, calls, timed=True))
         last = (p, secrets.choice(p.last))
         n = i + 1
-        if n >= 2 and (sampling.enough([*times[0], *times[1]], opts.timing_trials, most,
-                                       opts.timing_se)
-                       or (n >= opts.timing_trials and perf_counter() - start > opts.timing_budget_s)):
+        if n >= 2 and (sampling.enough([*times[0], *times[1]], least, most, opts.timing_se)
+                       or (n >= least and perf_counter() - start > opts.timing_budget_s)):
             break
     if guard is not None:
-        check_integrity(h, "after the timed calls")
-        guard.finish(opts.cpu_threads)
-        for p in (a, b):
-            for k in p.last:
-                _spot_check(h, policy, p, k)
-        k = a.next
-        guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
+        with phases.timed("checks"):
+            check_integrity(h, "after the timed calls")
+            guard.finish(opts.cpu_threads)
+            for p in (a, b):
+                for k in p.last:
+                    _spot_check(h, policy, p, k)
+            k = a.next
+            guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
                                sampler.tails)

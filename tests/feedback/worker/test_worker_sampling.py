@@ -20,11 +20,11 @@ def test_calls_per_sample_fill_the_target_interval_within_the_limits():
 
 
 def test_the_sample_length_is_the_options_or_the_devices_default():
-    assert sampling.interval_ms(EvalOptions(), "cuda") == sampling.INTERVAL_MS["cuda"] == 10.0
+    assert sampling.interval_ms(EvalOptions(), "cuda") == sampling.INTERVAL_MS["cuda"] == 30.0
     assert sampling.interval_ms(EvalOptions(), "cpu") == sampling.INTERVAL_MS["cpu"] == 2.0
     assert sampling.interval_ms(EvalOptions(interval_ms=0), "cuda") == 0
     assert sampling.interval_ms(EvalOptions(interval_ms=5), "cpu") == 5
-    assert sampling.max_calls(EvalOptions(), "cuda") == 256
+    assert sampling.max_calls(EvalOptions(), "cuda") == 512
     assert sampling.max_calls(EvalOptions(), "cpu") == 64
     assert sampling.max_calls(EvalOptions(max_calls_per_interval=3), "cuda") == 3
 
@@ -88,9 +88,16 @@ def test_work_left_on_other_streams_is_told_by_the_single_calls_tails():
 
 
 def test_max_trials_defaults_to_four_times_the_least():
-    assert sampling.max_trials(EvalOptions(timing_trials=25)) == 100
-    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=30)) == 30
-    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=5)) == 25
+    assert sampling.max_trials(EvalOptions(timing_trials=25), "cuda") == 100
+    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=30), "cpu") == 30
+    assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=5), "cuda") == 25
+
+
+def test_the_least_samples_are_the_options_or_the_devices_default():
+    assert sampling.min_trials(EvalOptions(), "cuda") == sampling.MIN_TRIALS["cuda"] == 30
+    assert sampling.min_trials(EvalOptions(), "cpu") == sampling.MIN_TRIALS["cpu"] == 100
+    assert sampling.max_trials(EvalOptions(), "cuda") == 120
+    assert sampling.min_trials(EvalOptions(timing_trials=7), "cuda") == 7
 
 
 def test_pin_moves_every_thread_and_leaves_none_behind():
