@@ -5,7 +5,9 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
 - Calls per sample: a program shorter than the target interval runs `ceil(target / t)` calls back
   to back in one timed window (at most `max_calls`, and no more than the input memory allows), so
   the fixed cost of a window (the first launch's host time, the device-wide synchronize before the
-  end event) is spread over them.
+  end event) is spread over them. Every call needs inputs of fresh content, drawn by the problem's
+  own `get_inputs()` outside the window: no more calls than the host can draw inputs for in one
+  target interval (`refill_ms` per call), so drawing never costs more than the window it serves.
 - Samples: at least `min_n`; more until the relative standard error of the median is at most the
   target, or `max_n`, or the time budget (timing.py).
 - Warm-up: untimed samples until the median of the last `WINDOW` is within `STABLE` of the median
@@ -92,11 +94,15 @@ def outlives_stream(tails: Sequence[float]) -> bool:
     return bool(tails) and statistics.median(tails) > SIDE_TAIL_MS
 
 
-def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int) -> int:
-    """Calls per timed sample for a program taking `call_ms` per call (see the module docstring)."""
+def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_sets: int,
+                       refill_ms: float = 0.0) -> int:
+    """Calls per timed sample for a program taking `call_ms` per call, whose inputs take
+    `refill_ms` of host time per call to draw (see the module docstring)."""
     if target_ms <= 0 or call_ms >= target_ms:
         return 1
     want = math.ceil(target_ms / max(call_ms, 1e-6))
+    if refill_ms > 0:
+        want = min(want, math.floor(target_ms / refill_ms))
     return max(1, min(want, max_calls, max_sets))
 
 

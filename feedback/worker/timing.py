@@ -81,6 +81,7 @@ class Pass:
         self.seeds = [inputs.secret_seed() for _ in range(n_sets)]
         with phases.timed("refill"):
             self.buffers = [inputs.make_inputs(h.problem, h.device, s) for s in self.seeds]
+        self.refills: list[float] = []  # host ms of each refill (the device's part runs on)
         self.outputs: list[Any] = [None] * n_sets
         self.used = [False] * n_sets
         self.next = 0
@@ -93,9 +94,11 @@ class Pass:
         for k in ks:
             self.outputs[k] = None
             if self.used[k]:
+                start = perf_counter()
                 self.seeds[k] = inputs.secret_seed()
                 inputs.refill(self.buffers[k], inputs.make_inputs(self.h.problem, self.h.device,
                                                                   self.seeds[k]))
+                self.refills.append((perf_counter() - start) * 1e3)
             self.used[k] = True
         return ks
 
@@ -173,17 +176,23 @@ def run_time(job: WorkerJob) -> TimingResult:
     overlaps = sampling.outlives_stream(warm_tails)
     room = _input_memory(h.device) // max(2 * h.io_bytes, 1)
 
-    def calls_for(call_ms: float) -> int:
+    def calls_for(call_ms: float, draw_ms: float) -> int:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
-                                           sampling.max_calls(opts, h.device.type), max(room, 1))
-    calls = 1 if overlaps else calls_for(statistics.median(warm))
+                                           sampling.max_calls(opts, h.device.type), max(room, 1),
+                                           draw_ms)
+    # the host time to draw one call's fresh inputs (the warm-up's refills): a sample gets no
+    # more calls than the host can draw inputs for in one window (H200, a small relu at 512
+    # calls a sample: 10.5 s of a 17 s time job went to drawing inputs)
+    draw_ms = statistics.median(first.refills) if first.refills else 0.0
+    calls = 1 if overlaps else calls_for(statistics.median(warm), draw_ms)
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
         # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
-        # carries 1/calls of it, so its time per call sizes the samples
+        # carries 1/calls of it, so its time per call sizes the samples (more calls, never
+        # fewer; still no more than the host can draw inputs for)
         trial = first if calls <= per_pass else Pass(h, calls)
         sampler.passes = [trial]
-        calls = max(calls, calls_for(sampler.sample(trial, calls, timed=False)))
+        calls = max(calls, calls_for(sampler.sample(trial, calls, timed=False), draw_ms))
         sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
     sampler.passes = [a, b]

@@ -111,3 +111,11 @@ def test_pin_moves_every_thread_and_leaves_none_behind():
     finally:
         for tid in os.listdir("/proc/self/task"):
             os.sched_setaffinity(int(tid), before)
+
+
+def test_no_more_calls_than_the_host_can_draw_inputs_for_in_one_window():
+    # 0.01 ms calls would want 3000 in 30 ms; at 0.5 ms of host time to draw each call's inputs,
+    # 60 of them take the whole window
+    assert sampling.calls_per_interval(0.01, 30.0, 512, 10_000, refill_ms=0.5) == 60
+    assert sampling.calls_per_interval(0.1, 30.0, 512, 10_000, refill_ms=0.05) == 300  # not bound
+    assert sampling.calls_per_interval(0.01, 30.0, 512, 10_000, refill_ms=100.0) == 1
