@@ -6,8 +6,13 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
   to back in one timed window (at most `max_calls`, and no more than the input memory allows), so
   the fixed cost of a window (the first launch's host time, the device-wide synchronize before the
   end event) is spread over them. Every call needs inputs of fresh content, drawn by the problem's
-  own `get_inputs()` outside the window: no more calls than the host can draw inputs for in one
-  target interval (`refill_ms` per call), so drawing never costs more than the window it serves.
+  own `get_inputs()` outside the window. A host-bound program (`host_bound`: launching a call
+  takes about as long as the call) gets no more calls than the host can draw inputs for in one
+  target interval (`refill_ms` per call): its window is the host's launches whatever their
+  number, so more calls would only multiply the drawing (H200, a small relu at 512 calls a
+  sample: 10.5 s of a 17 s time job). A device-bound one is not bound so: capped that way, a
+  0.1 ms relu with 128 MB inputs got 35-56 calls instead of 136 under load, and its medians
+  spread 2.0% over three evaluations (H200 run 24).
 - Samples: at least `min_n`; more until the relative standard error of the median is at most the
   target, or `max_n`, or the time budget (timing.py).
 - Warm-up: untimed samples until the median of the last `WINDOW` is within `STABLE` of the median
@@ -104,6 +109,17 @@ def calls_per_interval(call_ms: float, target_ms: float, max_calls: int, max_set
     if refill_ms > 0:
         want = min(want, math.floor(target_ms / refill_ms))
     return max(1, min(want, max_calls, max_sets))
+
+
+HOST_BOUND = 0.8
+"""A GPU program whose host launch time per call is at least this share of its time per call is
+host-bound (timing.py names it so in the result's warnings too)."""
+
+
+def host_bound(launch_ms: float | None, call_ms: float) -> bool:
+    """Whether calls taking `call_ms` each, launched in `launch_ms` of host time each, are bound by
+    the host's launches (None: a host clock, where the question does not arise)."""
+    return launch_ms is not None and call_ms > 0 and launch_ms >= HOST_BOUND * call_ms
 
 
 def median_se(times: Sequence[float]) -> float | None:

@@ -64,10 +64,6 @@ class TimingResult:
         self.min_bytes: float | None = None
 
 
-HOST_BOUND = 0.8
-"""A GPU timing whose host launch time per call is at least this share of its time per call is
-named host-bound in the result's warnings (the device waited on the host inside the window)."""
-
 INPUT_MEMORY = {"cuda": 4 << 30, "cpu": 512 << 20}
 """Bytes of input and output buffers the calls-per-sample may use, both passes together; on a GPU
 at least this, or half the device memory free once the first pass is allocated (`_input_memory`)."""
@@ -180,19 +176,18 @@ def run_time(job: WorkerJob) -> TimingResult:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
                                            sampling.max_calls(opts, h.device.type), max(room, 1),
                                            draw_ms)
-    # the host time to draw one call's fresh inputs (the warm-up's refills): a sample gets no
-    # more calls than the host can draw inputs for in one window (H200, a small relu at 512
-    # calls a sample: 10.5 s of a 17 s time job went to drawing inputs)
-    draw_ms = statistics.median(first.refills) if first.refills else 0.0
-    calls = 1 if overlaps else calls_for(statistics.median(warm), draw_ms)
+    calls = 1 if overlaps else calls_for(statistics.median(warm), 0.0)
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
         # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
         # carries 1/calls of it, so its time per call sizes the samples (more calls, never
-        # fewer; still no more than the host can draw inputs for)
+        # fewer), unless the program is host-bound (sampling.draw_bound)
         trial = first if calls <= per_pass else Pass(h, calls)
         sampler.passes = [trial]
-        calls = max(calls, calls_for(sampler.sample(trial, calls, timed=False), draw_ms))
+        per_call = sampler.sample(trial, calls, timed=False)
+        calls = max(calls, calls_for(per_call, 0.0))
+        if sampling.host_bound(clock.launch_ms, per_call) and first.refills:
+            calls = min(calls, calls_for(per_call, statistics.median(first.refills)))
         sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
     sampler.passes = [a, b]
@@ -238,7 +233,7 @@ def run_time(job: WorkerJob) -> TimingResult:
         notes.append(f"work left running on other streams after forward() returned (a single "
                      f"call's window ended {statistics.median(warm_tails):.3g} ms after its own "
                      "stream was done): timed one call per window, so calls cannot overlap")
-    if stats.launch_ms is not None and stats.launch_ms >= HOST_BOUND * stats.median_ms:
+    if sampling.host_bound(stats.launch_ms, stats.median_ms):
         notes.append(f"host-bound timing: launching the calls took {stats.launch_ms:.4g} ms of "
                      f"host time per call against {stats.median_ms:.4g} ms per call timed, so "
                      "the time reflects the host's speed and load as much as the device's")

@@ -119,3 +119,9 @@ def test_no_more_calls_than_the_host_can_draw_inputs_for_in_one_window():
     assert sampling.calls_per_interval(0.01, 30.0, 512, 10_000, refill_ms=0.5) == 60
     assert sampling.calls_per_interval(0.1, 30.0, 512, 10_000, refill_ms=0.05) == 300  # not bound
     assert sampling.calls_per_interval(0.01, 30.0, 512, 10_000, refill_ms=100.0) == 1
+
+
+def test_host_bound_is_a_launch_time_near_the_call_time():
+    assert sampling.host_bound(0.009, 0.01)          # launching takes 90% of the call
+    assert not sampling.host_bound(0.02, 0.1)        # a 0.1 ms kernel launched in 0.02 ms
+    assert not sampling.host_bound(None, 0.01)       # a host clock (cpp)
