@@ -14,15 +14,13 @@ the section it cut:
    their timings apart;
 4. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
    alone on the machine, with no build competing for the CPU;
-5.-7. side by side, last, each holding the host's device lock for its device work as every
-   evaluation does, so no timing shares the device (the tests' phase showed the device idle
-   while cold builds ran, and each of these three starts with builds):
 5. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), with its own build load and the others' builds alongside;
+   --short`), alone too, with only its own builds alongside;
 6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`):
    it builds its candidates cold, on a cache of its own, by design. The side-by-side with
    KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
-   candidates it would say little and cost a second round of cold builds;
+   candidates it would say little and cost a second round of cold builds. Beside it, while its
+   builds keep the CPU busy and the device idle,
 7. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
    empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
    honest) `ok`; its builds are the build section's. Not beside the tests: there (H200, run 19)
@@ -545,13 +543,12 @@ def main(argv: list[str] | None = None) -> int:
     section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
                                           args.tests))
     stability_json = args.out / "stability.json"
+    section("stability", lambda: bench(
+        check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
+                             "--out", str(stability_json)], stability_json, stability_figures))
     throughput_json = args.out / "throughput.json"
     runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
     beside(check, args.skip, {
-        "stability": lambda: bench(
-            check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
-                                 "--out", str(stability_json)], stability_json,
-            stability_figures),
         "throughput": lambda: bench(
             check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
                                   "--arms", "framework", "--out", str(throughput_json)],
