@@ -172,20 +172,20 @@ def run_time(job: WorkerJob) -> TimingResult:
     overlaps = sampling.outlives_stream(warm_tails)
     room = _input_memory(h.device) // max(2 * h.io_bytes, 1)
 
-    def calls_for(call_ms: float, draw_ms: float) -> int:
+    def calls_for(call_ms: float, draw_ms: float = 0.0) -> int:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
                                            sampling.max_calls(opts, h.device.type), max(room, 1),
                                            draw_ms)
-    calls = 1 if overlaps else calls_for(statistics.median(warm), 0.0)
+    calls = 1 if overlaps else calls_for(statistics.median(warm))
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
         # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
         # carries 1/calls of it, so its time per call sizes the samples (more calls, never
-        # fewer), unless the program is host-bound (sampling.draw_bound)
+        # fewer), unless the program is host-bound (sampling.host_bound)
         trial = first if calls <= per_pass else Pass(h, calls)
         sampler.passes = [trial]
         per_call = sampler.sample(trial, calls, timed=False)
-        calls = max(calls, calls_for(per_call, 0.0))
+        calls = max(calls, calls_for(per_call))
         if sampling.host_bound(clock.launch_ms, per_call) and first.refills:
             calls = min(calls, calls_for(per_call, statistics.median(first.refills)))
         sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
