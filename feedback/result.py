@@ -51,6 +51,10 @@ class TimingStats(_Record):
                                   "the time from the end of the calls' work on their own stream "
                                   "to the end event (recorded after a device-wide synchronize): "
                                   "the host's wake-up plus work left on other streams.")
+    wake_ms: float | None = Field(default=None, description="GPU: median, per timed window, of "
+                                  "the host's wake-up from a device-wide synchronize on trusted "
+                                  "work just before the window; each window's time excludes "
+                                  "min(tail, wake, 0.25 ms) of its tail (feedback/worker/clocks.py).")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
                                 "error of the median, and on a GPU 2 x `tail_ms` / calls per "

@@ -6,25 +6,28 @@ the section it cut:
 
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
-   sharing one cache, before any test runs that needs one: the next sections start once no
-   more than half the pool's slots are still building (a test that needs one of those last
-   builds waits on its lock);
-3. tests: the GPU suite (`pytest -m gpu`) minus its `timing` tests, several files at a time
-   (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock keeps
-   their timings apart;
-4. timing tests: the `timing` tests (those that measure time, or use the GPU outside that lock)
-   alone on the machine, with no build competing for the CPU;
+   sharing one cache, before any test runs that needs one: the tests start once no more than
+   half the pool's slots are still building (a test that needs one of those last builds waits on
+   its lock). While it builds, the device would be idle; beside it run
+   - early tests: the GPU tests marked `beside_builds` (they need no build, and a busy host cannot
+     make them pass: lower bounds on time), alone on the device by its lock;
+   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+     empty folder: a sweep resumes), passed only when it judged every kernel of its transcript
+     (all honest) `ok`. Its kernels are the build pool's first builds. (Beside the tests, H200 run
+     19, its device jobs queued behind eight test processes' and it judged nothing in 240 s.)
+3. tests: the rest of the GPU suite (`pytest -m gpu`) but its `timing` tests, several files at a
+   time (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock
+   keeps their timings apart;
+4. timing tests: the other `timing` tests (those that measure time, or use the GPU outside that
+   lock) alone on the machine, with no build competing for the CPU;
 5. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), alone too, with only its own builds alongside;
+   --short`), with `STABILITY_COMPILES` C++ builds of its own alongside, beside
 6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`):
-   it builds its candidates cold, on a cache of its own, by design. The side-by-side with
-   KernelBench's flow (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two
-   candidates it would say little and cost a second round of cold builds. Beside it, while its
-   builds keep the CPU busy and the device idle,
-7. ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
-   empty folder: a sweep resumes), passed only when it judged every kernel of its transcript (all
-   honest) `ok`; its builds are the build section's. Not beside the tests: there (H200, run 19)
-   its device jobs queued behind eight test processes' and it judged nothing in 240 s.
+   it builds its candidates cold, on a cache of its own, by design, so its builds are load the
+   stability form wants and its figure is a smoke test's, taken beside that form. The
+   side-by-side with KernelBench's flow (the `stock` arm) is the full benchmark's
+   (docs/benchmarks.md, P2): on two candidates it would say little and cost a second round of
+   cold builds.
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
@@ -55,9 +58,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "tests", "timing-tests", "stability", "throughput", "ray")
-LIMITS_S = {"build": 150, "tests": 330, "timing-tests": 120, "stability": 180,
-            "throughput": 120, "ray": 150}  # caps; the whole run stops at --budget-s
+SECTIONS = ("environment", "build", "early-tests", "ray", "tests", "timing-tests", "stability",
+            "throughput")
+LIMITS_S = {"build": 150, "early-tests": 120, "ray": 150, "tests": 330, "timing-tests": 120,
+            "stability": 180, "throughput": 150}  # caps; the whole run stops at --budget-s
+TEST_SECTIONS = ("early-tests", "tests", "timing-tests")
+STABILITY_COMPILES = 4
+"""The stability form's own C++ builds, beside the throughput form's cold CUDA builds: together
+about the build pool of a sweep (8 builds), not twice it (H200 run 24: three sections side by side,
+16 builds and a Ray cluster, overloaded the host and none finished)."""
 # stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
@@ -393,7 +402,7 @@ def render_markdown(summary: dict) -> str:
                  f"{b.get('seconds', 0):.0f} s: {b['status']}.")
         lines += [built, ""]
     rows = []
-    for name in ("tests", "timing-tests"):
+    for name in TEST_SECTIONS:
         part = s.get(name)
         if not part:
             continue
@@ -406,13 +415,13 @@ def render_markdown(summary: dict) -> str:
                   "| --- | --- | --- | --- | --- |"]
         lines += [f"| {f} | {r['passed']} | {r['failed']} | {r['skipped']} | {r['seconds']} |"
                   for f, r in rows]
-    for name in ("tests", "timing-tests"):
+    for name in TEST_SECTIONS:
         jobs = s.get(name, {}).get("jobs", {})
         if jobs:
             lines.append(f"- `{name}` evaluator jobs: " + "; ".join(
                 f"{k} {j['jobs']} jobs, {j['seconds']:.0f} s (waited {j['wait_s']:.0f} s for the "
                 f"device, held it {j['held_s']:.0f} s)" for k, j in jobs.items()))
-    for name in ("tests", "timing-tests"):
+    for name in TEST_SECTIONS:
         for fail in s.get(name, {}).get("failures", []):
             first = fail["message"].strip().splitlines()[:1] or [""]
             lines.append(f"- FAILED `{fail['test']}`: {first[0][:300]}")
@@ -428,7 +437,8 @@ def render_markdown(summary: dict) -> str:
                          f"evaluations, spread {k['spread_pct']}%, do_bench {k['do_bench_ms']} ms")
     if "throughput" in s:
         t = s["throughput"]
-        lines.append(f"- Throughput (short form): {t['status']}, {t.get('candidates')} candidates "
+        lines.append(f"- Throughput (short form, beside the stability form): {t['status']}, "
+                     f"{t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
                      f"{t.get('build_median_s')} s")
@@ -441,10 +451,10 @@ def render_markdown(summary: dict) -> str:
 def print_table(summary: dict) -> None:
     s = summary["sections"]
     print(f"\n{'test file':58s} {'passed':>6s} {'failed':>6s} {'seconds':>8s}")
-    for name in ("tests", "timing-tests"):
+    for name in TEST_SECTIONS:
         for f, r in s.get(name, {}).get("files", {}).items():
             print(f"{f[-58:]:58s} {r['passed']:6d} {r['failed']:6d} {r['seconds']:8.1f}")
-    for name in ("tests", "timing-tests"):
+    for name in TEST_SECTIONS:
         if name in s:
             print(f"{name}: {s[name].get('summary', s[name].get('reason', s[name].get('error')))} "
                   f"({s[name]['status']}, {s[name]['seconds']:.0f} s)")
@@ -529,34 +539,41 @@ def main(argv: list[str] | None = None) -> int:
         beside(check, args.skip, {name: fn})
 
     section("environment", lambda: environment(check))
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
     tail = threading.Event()
-    with ThreadPoolExecutor(1) as builder:
-        built = builder.submit(run_section, check, args.skip, "build",
-                               lambda: build(check, args.build_jobs, tail))
-        while not (tail.wait(1) or built.done()):
+    with ThreadPoolExecutor(3) as early:
+        # while the fixtures build the device is idle: the tests that need no build and that a
+        # busy host cannot make pass, and the Ray sweep (its kernels are the pool's first builds)
+        started = [early.submit(run_section, check, args.skip, "build",
+                                lambda: build(check, args.build_jobs, tail)),
+                   early.submit(run_section, check, args.skip, "early-tests",
+                                lambda: tests(check, "early-tests", "gpu and beside_builds", 1,
+                                              cache, args.tests)),
+                   early.submit(run_section, check, args.skip, "ray", lambda: bench(
+                       check, "ray", [py, "-m", "experiments.sweep",
+                                      "experiments/configs/ray_cuda_smoke.yaml", "--executor", "ray",
+                                      "--out", str(runs)], runs / "sweep.json", ray_figures))]
+        while not (tail.wait(1) or started[0].done()):
             pass
         run_section(check, args.skip, "tests",  # beside the build's last few
-                    lambda: tests(check, "tests", "gpu and not timing", args.test_workers, cache,
-                                  args.tests))
-        built.result()
+                    lambda: tests(check, "tests", "gpu and not timing and not beside_builds",
+                                  args.test_workers, cache, args.tests))
+        for done in started:
+            done.result()
     check.kill_strays()
-    section("timing-tests", lambda: tests(check, "timing-tests", "gpu and timing", 1, cache,
+    section("timing-tests", lambda: tests(check, "timing-tests",
+                                          "gpu and timing and not beside_builds", 1, cache,
                                           args.tests))
-    stability_json = args.out / "stability.json"
-    section("stability", lambda: bench(
-        check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
-                             "--out", str(stability_json)], stability_json, stability_figures))
-    throughput_json = args.out / "throughput.json"
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
-    beside(check, args.skip, {
+    stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
+    beside(check, args.skip, {  # the throughput form's cold builds are load the stability wants
+        "stability": lambda: bench(
+            check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
+                                 "--compiles", str(STABILITY_COMPILES),
+                                 "--out", str(stability_json)], stability_json, stability_figures),
         "throughput": lambda: bench(
             check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
                                   "--arms", "framework", "--out", str(throughput_json)],
-            throughput_json, throughput_figures),
-        "ray": lambda: bench(
-            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                           "--executor", "ray", "--out", str(runs)], runs / "sweep.json",
-            ray_figures)})
+            throughput_json, throughput_figures)})
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

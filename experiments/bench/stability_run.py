@@ -103,7 +103,8 @@ def run_suite(args: argparse.Namespace) -> int:
                                          "calls_per_sample": run.calls_per_sample if run else None,
                                          "sm_clock_mhz": run.sm_clock_mhz if run else None,
                                          "launch_ms": run.launch_ms if run else None,
-                                         "tail_ms": run.tail_ms if run else None})
+                                         "tail_ms": run.tail_ms if run else None,
+                                         "wake_ms": run.wake_ms if run else None})
                     row = rows[k.name][-1]
                     if args.do_bench_each and args.backend != "cpp":
                         row["do_bench_ms"] = _do_bench(problem, code, args.backend, opts, locate)
@@ -111,7 +112,7 @@ def run_suite(args: argparse.Namespace) -> int:
                           f"ms noise={result.noise} speedup={result.speedup_eager} "
                           f"samples={row['samples']}x{row['calls_per_sample']} "
                           f"sm_clock={row['sm_clock_mhz']} MHz launch={row['launch_ms']} ms "
-                          f"tail={row['tail_ms']} ms "
+                          f"tail={row['tail_ms']} ms wake={row['wake_ms']} ms "
                           f"do_bench={row.get('do_bench_ms')} ms "
                           f"{result.message[:200]}", flush=True)
                     write(complete=False)

@@ -6,11 +6,17 @@ tamper snapshot reports it anyway.
 
 GPU protocol per timed sample (issue 3, "timing"; issue 4, class 5; issue 12, item 5): reset
 persisting L2 lines and the persisting limit (persist.py), zero a buffer larger than L2
-(max(256 MB, 2 x L2)), synchronize the device, record the start event (`flush_ahead`: synchronize
-first, then flush, and record the start event behind the flush at once), run the sample's calls back
-to back, synchronize the *device* (every stream, so work a candidate hides on a side stream is
-inside the window), record the end event (`tail_ms`: how long after an event recorded on the
-calls' own stream before that synchronize); then check that no call set a persisting limit again.
+(max(256 MB, 2 x L2)), record an event, synchronize the device, record another (`wake_ms`, the
+host's wake-up from a device-wide synchronize, measured on trusted work only), record the start
+event (`flush_ahead`: the flush after that synchronize instead, and the start event behind it at
+once), run the sample's calls back to back, record an event on the calls' stream, synchronize the
+*device* (every stream, so work a candidate hides on a side stream is inside the window), record
+the end event (`tail_ms`: how long after the calls' stream was done); then check that no call set
+a persisting limit again. The window is start to end less the host's wake-up
+(`sampling.window_ms`): it never ends before the calls' own stream did, and work left on other
+streams counts but for at most that allowance per window. (H200, runs 18-25: the tail, the
+same host path, was 0.04 ms in one evaluation and 0.11-0.12 ms in the next; at the 5 calls a
+window of a 1.7 ms relu that alone moved its median by ~1%.)
 CPU protocol: write a 32 MB buffer (about a last-level cache), then `perf_counter()` around the
 calls. A sample of several calls (sampling.py) reports the time per call.
 """
@@ -23,7 +29,7 @@ from typing import Any
 
 import torch
 
-from feedback.worker import persist
+from feedback.worker import persist, sampling
 
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
@@ -42,6 +48,7 @@ class Clock:
         self.device = device
         self.launch_ms: float | None = None  # GPU: the last window's host time per call (launches)
         self.tail_ms: float | None = None  # GPU: the last window's end (see CudaClock.interval)
+        self.wake_ms: float | None = None  # GPU: the last window's wake-up allowance (the same)
         self.flush_buffer = torch.empty(self.flush_bytes(), dtype=torch.uint8, device=device)
 
     def flush_bytes(self) -> int:
@@ -98,19 +105,20 @@ class CudaClock(Clock):
             return None
 
     def interval(self, calls: Sequence[Callable[[], Any]]) -> tuple[float, list[Any]]:
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        mark, woke, start, stream_end, end = (_Event(enable_timing=True) for _ in range(5))
         _reset_persisting()
+        if not self.flush_ahead:
+            self.flush()
+        # the same host path as the window's end, on trusted work only: the wake-up allowance
+        mark.record()
+        _synchronize(self.device)
+        woke.record()
         if self.flush_ahead:  # EvalOptions.flush_ahead: the flush covers the first launch
-            _synchronize(self.device)
             self.flush()
-        else:
-            self.flush()
-            _synchronize(self.device)
         start.record()
         launch = perf_counter()
         outs = [fn() for fn in calls]
         self.launch_ms = (perf_counter() - launch) * 1e3 / len(calls)
-        stream_end = _Event(enable_timing=True)
         stream_end.record()
         _synchronize(self.device)
         end.record()
@@ -119,7 +127,9 @@ class CudaClock(Clock):
         # from the end of the calls' work on this stream to the end event: the host's wake-up
         # from the device-wide synchronize, plus any work still running on other streams
         self.tail_ms = stream_end.elapsed_time(end)
-        return start.elapsed_time(end) / len(calls), outs
+        self.wake_ms = mark.elapsed_time(woke)
+        return sampling.window_ms(start.elapsed_time(end), self.tail_ms, self.wake_ms) \
+            / len(calls), outs
 
 
 def clock_for(device: torch.device, flush_ahead: bool = False) -> Clock:

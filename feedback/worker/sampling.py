@@ -94,6 +94,14 @@ def max_calls(options: Any, device_type: str) -> int:
     return _per_device(options.max_calls_per_interval, MAX_CALLS, device_type)
 
 
+def window_ms(elapsed_ms: float, tail_ms: float, wake_ms: float) -> float:
+    """A GPU window's time: start to end event (`elapsed_ms`) less the host's wake-up from the
+    device-wide synchronize before the end event, min(`tail_ms`, `wake_ms`, SIDE_TAIL_MS)
+    (clocks.py). Never less than start to the end of the calls' own stream (the tail is its
+    bound), and work left on other streams escapes the window by at most SIDE_TAIL_MS."""
+    return elapsed_ms - max(0.0, min(tail_ms, wake_ms, SIDE_TAIL_MS))
+
+
 def outlives_stream(tails: Sequence[float]) -> bool:
     """Whether single-call windows with these tails (ms) show work left on other streams."""
     return bool(tails) and statistics.median(tails) > SIDE_TAIL_MS
@@ -167,10 +175,11 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
 
 
 def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
-              launches: Sequence[float] = (), tails: Sequence[float] = ()) -> TimingStats:
+              launches: Sequence[float] = (), tails: Sequence[float] = (),
+              wakes: Sequence[float] = ()) -> TimingStats:
     """Statistics over both passes' samples (per-call times), with each pass's median, the
-    median host launch time per call (`launches`, GPU) and the median window tail (`tails`,
-    GPU, per window)."""
+    median host launch time per call (`launches`, GPU), the median window tail (`tails`, GPU,
+    per window) and the median wake-up allowance (`wakes`, clocks.py)."""
     times = [*a, *b]
     std = statistics.stdev(times) if len(times) > 1 else 0.0
     passes = [statistics.median(p) for p in (a, b) if p]
@@ -183,4 +192,4 @@ def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
                        noise=spread,
                        launch_ms=statistics.median(launches) if launches else None,
-                       tail_ms=tail)
+                       tail_ms=tail, wake_ms=statistics.median(wakes) if wakes else None)

@@ -113,6 +113,7 @@ class Sampler:
         self.passes: list[Pass] = []
         self.launches: list[float] = []  # the timed samples' host time per call (GPU)
         self.tails: list[float] = []  # the timed samples' window tails (GPU, clocks.py)
+        self.wakes: list[float] = []  # the timed samples' wake-up allowances (GPU, clocks.py)
 
     def sample(self, p: Pass, calls: int, timed: bool) -> float:
         """One sample of `calls` calls on pass `p`: milliseconds per call."""
@@ -134,6 +135,8 @@ class Sampler:
             self.launches.append(self.clock.launch_ms)
         if timed and self.clock.tail_ms is not None:
             self.tails.append(self.clock.tail_ms)
+        if timed and self.clock.wake_ms is not None:
+            self.wakes.append(self.clock.wake_ms)
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
@@ -225,7 +228,7 @@ def run_time(job: WorkerJob) -> TimingResult:
             guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
-                               sampler.tails)
+                               sampler.tails, sampler.wakes)
     if None not in clocks_mhz:
         stats = stats.model_copy(update={"sm_clock_mhz": clocks_mhz})
     notes = sorted(set(h.notes))

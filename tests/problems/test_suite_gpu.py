@@ -3,7 +3,9 @@ a millisecond or more, so launch overhead does not decide speedups, and the outp
 degenerate at full size either. Each case holds the evaluator's device lock alone, as a timing
 job does; it is still a `timing` test (`make gpu-check` runs those alone): in the parallel phase
 its 62 cases each waited for every correctness job on the device to end (H200, 2026-12-01: 7
-cases in 266 s)."""
+cases in 266 s). It needs no build, and its one time check is a lower bound that load on the host
+can only help it fail, never pass (`beside_builds`): `make gpu-check` runs it while the fixtures
+build, when the device is otherwise idle."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from feedback.evaluate import device_lock
 from feedback.options import EvalOptions
 from problems import Problem, load_module, load_suite
 
-pytestmark = [pytest.mark.gpu, pytest.mark.timing]
+pytestmark = [pytest.mark.gpu, pytest.mark.timing, pytest.mark.beside_builds]
 
 MIN_MS = 0.8  # "at least ~1 ms on an H200", with room for the GPU's clock and the time of day
 TOL = 0.01

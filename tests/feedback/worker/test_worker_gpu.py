@@ -66,6 +66,7 @@ def test_cuda_event_timing_is_sane(kit):
     assert 0 < t.min_ms <= t.median_ms <= t.max_ms < 50
     assert t.launch_ms is not None and 0 < t.launch_ms < 50  # the host's share, per call
     assert t.tail_ms is not None and 0 <= t.tail_ms < 50  # the device-wide synchronize's wake-up
+    assert t.wake_ms is not None and 0 <= t.wake_ms < 50  # the same, on trusted work
     assert report.noise is not None and report.noise < 0.5
     assert report.environment.device.startswith("NVIDIA")
 

@@ -68,6 +68,19 @@ def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
     assert sampling.summarize(a, b, "cuda_events", 3, [0.02, 0.5, 0.03]).launch_ms == 0.03
     assert stats.tail_ms is None
     assert sampling.summarize(a, b, "cuda_events", 3, (), [0.01, 0.2, 0.015]).tail_ms == 0.015
+    assert stats.wake_ms is None
+    assert sampling.summarize(a, b, "cuda_events", 3, (), (), [0.04, 0.1, 0.05]).wake_ms == 0.05
+
+
+def test_a_window_loses_the_hosts_wake_up_and_never_more_than_its_tail():
+    # 10 ms from start to end; the calls' stream was done 0.11 ms before the end event; the
+    # host's wake-up on trusted work just before took 0.04 ms: only that is taken out
+    assert sampling.window_ms(10.0, 0.11, 0.04) == pytest.approx(9.96)
+    # a wake-up longer than the tail: the window still ends no earlier than the calls' stream
+    assert sampling.window_ms(10.0, 0.03, 0.2) == pytest.approx(9.97)
+    # work left on other streams (a 2 ms tail) counts, less at most SIDE_TAIL_MS of allowance
+    assert sampling.window_ms(10.0, 2.0, 5.0) == pytest.approx(10.0 - sampling.SIDE_TAIL_MS)
+    assert sampling.window_ms(10.0, 0.1, -0.001) == 10.0  # clock jitter never adds time
 
 
 def test_noise_is_at_least_the_windows_host_share():
