@@ -29,7 +29,6 @@ def gpu_fixtures() -> list[tuple[object, str, str]]:
         (relu, candidates.cuda_candidate(source=candidates.BROKEN_CUDA), "cuda"),
         (relu, gpu_corpus.cuda_candidate("return ops.relu(x)"), "cuda"),
     ]
-    # the Ray smoke sweep's first: `make gpu-check` runs it while the rest build
     return (_transcript(HERE.parent / "experiments" / "demo" / "cuda_relu.jsonl") + found + _more()
             + _stability())
 

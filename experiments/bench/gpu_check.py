@@ -8,26 +8,28 @@ the section it cut:
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
    sharing one cache, before any test runs that needs one: the tests start once no more than
    half the pool's slots are still building (a test that needs one of those last builds waits on
-   its lock). While it builds, the device would be idle; beside it run
-   - early tests: the GPU tests marked `beside_builds` (they need no build, and a busy host cannot
-     make them pass: lower bounds on time), alone on the device by its lock;
-   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
-     empty folder: a sweep resumes), passed only when it judged every kernel of its transcript
-     (all honest) `ok`. Its kernels are the build pool's first builds. (Beside the tests, H200 run
-     19, its device jobs queued behind eight test processes' and it judged nothing in 240 s.)
+   its lock). While it builds, the device would be idle: beside it, the early tests, the GPU
+   tests marked `beside_builds` (they need no build, and a busy host cannot make them pass:
+   lower bounds on time), alone on the device by its lock;
 3. tests: the rest of the GPU suite (`pytest -m gpu`) but its `timing` tests, several files at a
    time (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock
    keeps their timings apart;
 4. timing tests: the other `timing` tests (those that measure time, or use the GPU outside that
    lock) alone on the machine, with no build competing for the CPU;
-5. stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-   --short`), with `STABILITY_COMPILES` C++ builds of its own alongside, beside
-6. throughput: a short throughput batch (`experiments.bench.throughput --short --arms framework`):
-   it builds its candidates cold, on a cache of its own, by design, so its builds are load the
-   stability form wants and its figure is a smoke test's, taken beside that form. The
-   side-by-side with KernelBench's flow (the `stock` arm) is the full benchmark's
-   (docs/benchmarks.md, P2): on two candidates it would say little and cost a second round of
-   cold builds.
+5. three sections side by side, each holding the device lock for its device work:
+   - stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
+     --short`), with `STABILITY_COMPILES` C++ builds of its own alongside;
+   - throughput: a short throughput batch (`experiments.bench.throughput --short --arms
+     framework`): its candidates build cold, on a cache of its own (the precompiled headers
+     copied from the run's cache: a machine's one-time set-up, outside the figure), so its
+     builds are load the stability form wants, and its figure is a smoke test's, taken beside
+     the other two. The side-by-side with KernelBench's flow (the `stock` arm) is the full
+     benchmark's (docs/benchmarks.md, P2): on two candidates it would say little;
+   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
+     empty folder: a sweep resumes), passed only when it judged every kernel of its transcript
+     (all honest) `ok`; its kernels are fixtures, built by then. Not beside the tests (H200 runs
+     19 and 26: its device jobs queued behind eight test processes' and it judged nothing), nor
+     beside the build (run 26: its first kernel, the cache's first CUDA build, took 104 s).
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
@@ -58,8 +60,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SECTIONS = ("environment", "build", "early-tests", "ray", "tests", "timing-tests", "stability",
-            "throughput")
+SECTIONS = ("environment", "build", "early-tests", "tests", "timing-tests", "stability",
+            "throughput", "ray")
 LIMITS_S = {"build": 150, "early-tests": 120, "ray": 150, "tests": 330, "timing-tests": 120,
             "stability": 180, "throughput": 150}  # caps; the whole run stops at --budget-s
 TEST_SECTIONS = ("early-tests", "tests", "timing-tests")
@@ -437,7 +439,7 @@ def render_markdown(summary: dict) -> str:
                          f"evaluations, spread {k['spread_pct']}%, do_bench {k['do_bench_ms']} ms")
     if "throughput" in s:
         t = s["throughput"]
-        lines.append(f"- Throughput (short form, beside the stability form): {t['status']}, "
+        lines.append(f"- Throughput (short form, beside the stability form and the Ray sweep): {t['status']}, "
                      f"{t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
@@ -539,20 +541,15 @@ def main(argv: list[str] | None = None) -> int:
         beside(check, args.skip, {name: fn})
 
     section("environment", lambda: environment(check))
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
     tail = threading.Event()
-    with ThreadPoolExecutor(3) as early:
-        # while the fixtures build the device is idle: the tests that need no build and that a
-        # busy host cannot make pass, and the Ray sweep (its kernels are the pool's first builds)
+    with ThreadPoolExecutor(2) as early:
+        # while the fixtures build the device would be idle: the tests that need no build and
+        # that a busy host cannot make pass run there
         started = [early.submit(run_section, check, args.skip, "build",
                                 lambda: build(check, args.build_jobs, tail)),
                    early.submit(run_section, check, args.skip, "early-tests",
                                 lambda: tests(check, "early-tests", "gpu and beside_builds", 1,
-                                              cache, args.tests)),
-                   early.submit(run_section, check, args.skip, "ray", lambda: bench(
-                       check, "ray", [py, "-m", "experiments.sweep",
-                                      "experiments/configs/ray_cuda_smoke.yaml", "--executor", "ray",
-                                      "--out", str(runs)], runs / "sweep.json", ray_figures))]
+                                              cache, args.tests))]
         while not (tail.wait(1) or started[0].done()):
             pass
         run_section(check, args.skip, "tests",  # beside the build's last few
@@ -565,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
                                           "gpu and timing and not beside_builds", 1, cache,
                                           args.tests))
     stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
+    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
     beside(check, args.skip, {  # the throughput form's cold builds are load the stability wants
         "stability": lambda: bench(
             check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
@@ -572,8 +570,13 @@ def main(argv: list[str] | None = None) -> int:
                                  "--out", str(stability_json)], stability_json, stability_figures),
         "throughput": lambda: bench(
             check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                                  "--arms", "framework", "--out", str(throughput_json)],
-            throughput_json, throughput_figures)})
+                                  "--arms", "framework", "--pch-from", str(cache),
+                                  "--out", str(throughput_json)],
+            throughput_json, throughput_figures),
+        "ray": lambda: bench(
+            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+                           "--executor", "ray", "--out", str(runs)], runs / "sweep.json",
+            ray_figures)})
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

@@ -15,7 +15,7 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
 - `framework`: feedback.evaluate.evaluate_many on a cold cache (static screen, builds in a CPU
   pool with feedback.fastbuild, correctness, timing with baselines, profile with --profile);
   the precompiled headers the candidates need are built first (`pch_setup_s`: once per machine
-  and flag set, not per candidate).
+  and flag set, not per candidate; `--pch-from CACHE` copies them from a cache that has them).
 - `stock`: plain `load_inline`, no shared cache: every candidate built in its own fresh process
   and extensions folder by a pool of the same size, then evaluated one by one, each in a fresh
   process (KernelBench's tolerance; `--correct-trials` and `--timing-trials` calls).
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -103,6 +104,8 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
                           compile_baseline=args.compile_baseline, arch=args.arch)
     items = [(load_file(c["problem"]), c["file"].read_text(), args.backend) for c in candidates]
     start = time.monotonic()
+    if args.pch_from is not None and (args.pch_from / "pch").is_dir():
+        shutil.copytree(args.pch_from / "pch", cache / "pch", dirs_exist_ok=True)
     for _, code, backend in items:
         fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
@@ -201,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true",
                         help=f"the first {SHORT} candidates of distinct problems, no "
                         "torch.compile baseline (make gpu-check)")
+    parser.add_argument("--pch-from", type=Path, default=None, metavar="CACHE",
+                        help="framework arms: start from the precompiled headers of this cache "
+                        "(a machine's one-time set-up, outside the per-hour figure either way); "
+                        "the candidates still build cold")
     parser.add_argument("--out", type=Path, default=Path("throughput.json"))
     parser.add_argument("--record", type=Path, default=None,
                         help="also write the summary record here (e.g. docs/data/p2-h200.json)")
