@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ log = logging.getLogger("feedback.ray_executor")
 
 COMPILE_RETRIES = 3
 """Ray re-runs a compile task whose worker process or node died this many times."""
+SLOW_S = 10.0
+"""A compile task that took longer than this (seconds, as the driver waited) is logged."""
 
 
 def runtime_env(cache_dir: Path | str) -> dict[str, Any]:
@@ -88,7 +91,9 @@ class RayEvaluator:
                  cache_dir: Path | str | None = None, retries: int = CALL_RETRIES):
         self.runtime_env = runtime_env(cache_dir or default_cache_dir())
         if not ray.is_initialized():
+            start = time.monotonic()
             ray.init(address=address, runtime_env=self.runtime_env)
+            log.info("Ray up in %.1f s: %s", time.monotonic() - start, ray.cluster_resources())
         elif address:
             log.info("Ray already initialised in this process; --ray-address %s not used", address)
         self._actors, self._retries = actors, retries
@@ -105,7 +110,10 @@ class RayEvaluator:
                 if size < 1:
                     raise ExecutorError(f"backend {backend} needs GPUs and the Ray cluster has "
                                         "none (`ray status` lists its resources)")
+                start = time.monotonic()
                 self._pools[gpu] = ActorPool(size, gpu, self.runtime_env, self._retries)
+                log.info("%d stage worker(s) for %s started in %.1f s", size, backend,
+                         time.monotonic() - start)
             return self._pools[gpu]
 
     def admission(self, backend: Backend) -> Admission:
@@ -127,11 +135,17 @@ class RayEvaluator:
                 options: EvalOptions) -> EvalResult:
         options = self._targeted(backend, options)
         task = compile_task.options(runtime_env=self.runtime_env)
+        start = time.monotonic()
         try:
-            return ray.get(task.remote(problem, code, backend, options))
+            result = ray.get(task.remote(problem, code, backend, options))
         except WORKER_LOST as e:
             raise EvaluationLost(f"compile lost its Ray worker on each of {COMPILE_RETRIES + 1} "
                                  f"tries: {e}") from e
+        wall = time.monotonic() - start
+        if wall > SLOW_S:  # where a slow sweep's time goes: the build, or Ray around it
+            log.info("compile task of %s: %.1f s (the build itself %.1f s)", problem.id, wall,
+                     result.stage_seconds.get("compile", 0.0))
+        return result
 
     def correct(self, problem: Problem, code: str, backend: Backend, options: EvalOptions,
                 prior: EvalResult) -> EvalResult:

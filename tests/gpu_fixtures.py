@@ -29,7 +29,7 @@ def gpu_fixtures() -> list[tuple[object, str, str]]:
         (relu, candidates.cuda_candidate(source=candidates.BROKEN_CUDA), "cuda"),
         (relu, gpu_corpus.cuda_candidate("return ops.relu(x)"), "cuda"),
     ]
-    return (_transcript(HERE.parent / "experiments" / "demo" / "cuda_relu.jsonl") + found + _more()
+    return (found + _more() + _transcript(HERE.parent / "experiments" / "demo" / "cuda_relu.jsonl")
             + _stability())
 
 

@@ -58,6 +58,18 @@ def run_do_bench_child(candidate: Path, problem: dict, *, ext_dir: Path, size: s
                  "timing_trials": 0, "do_bench": True}, timeout_s)
 
 
+def run_kernelbench_eager_child(problem: dict, *, size: str | None, device: str,
+                                trials: int = 100, timeout_s: float = 300) -> dict:
+    """The eager reference timed KernelBench's way, in a fresh process: `kernelbench_ms` (the
+    mean of `trials` calls after 3 warm-ups; per call: synchronize, L2 flush (256 MB written),
+    start event, the call, end event, synchronize, as its public harness does now) and
+    `kernelbench_noflush_ms` (the same without the flush, as in the paper); medians beside them:
+    the outside clock that the evaluator's eager median is checked against (experiments/bench/
+    stability_run.py). On a CPU machine the host clock, for the code path only."""
+    return _run({"mode": "kernelbench_eager", "problem_record": problem, "size": size,
+                 "device": device, "timing_trials": trials}, timeout_s)
+
+
 def _run(spec: dict, timeout_s: float) -> dict:
     from feedback.sandbox import run_child
 
@@ -85,6 +97,8 @@ def _cpu_s() -> float:
 
 
 def _child(spec: dict) -> dict:
+    if spec["mode"] == "kernelbench_eager":
+        return _kernelbench_eager(spec)
     os.environ["TORCH_EXTENSIONS_DIR"] = spec["ext"]
     if spec.get("arch") and spec["fast"] is None:
         os.environ["TORCH_CUDA_ARCH_LIST"] = spec["arch"]
@@ -165,6 +179,53 @@ def _evaluate(module, spec: dict) -> dict:
             out["timing_s"] = round(time.perf_counter() - t1, 3)
     except BaseException as exc:  # noqa: BLE001
         out["eval_error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"
+    return out
+
+
+def _kernelbench_eager(spec: dict) -> dict:
+    """See `run_kernelbench_eager_child`."""
+    import statistics
+
+    import torch
+
+    from problems.module import load_module
+    from problems.record import Problem
+
+    out: dict = {"ok": False, "error": None}
+    try:
+        problem = load_module(Problem.model_validate(spec["problem_record"]), spec.get("size"))
+        device = torch.device(spec["device"])
+        torch.manual_seed(0)
+        model = problem.Model(*problem.get_init_inputs()).to(device).eval()
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+        gpu = device.type == "cuda"
+        scratch = torch.empty(256 << 20 if gpu else 1, dtype=torch.uint8, device=device)  # > L2
+        with torch.no_grad():
+            for flush, key in ((True, "kernelbench_ms"), (False, "kernelbench_noflush_ms")):
+                for _ in range(3):
+                    model(*inputs)
+                times = []
+                for _ in range(spec["timing_trials"]):
+                    if gpu:  # KernelBench's clock: synchronize, flush, events around one call
+                        torch.cuda.synchronize(device)
+                        if flush:
+                            scratch.fill_(42)
+                        start = torch.cuda.Event(enable_timing=True)
+                        end = torch.cuda.Event(enable_timing=True)
+                        start.record()
+                        model(*inputs)
+                        end.record()
+                        torch.cuda.synchronize(device)
+                        times.append(start.elapsed_time(end))
+                    else:  # the host's (a CPU machine: the code path, not a KernelBench figure)
+                        began = time.perf_counter()
+                        model(*inputs)
+                        times.append((time.perf_counter() - began) * 1e3)
+                out[key] = statistics.fmean(times)
+                out[key.replace("_ms", "_median_ms")] = statistics.median(times)
+        out["ok"] = True
+    except BaseException as exc:  # noqa: BLE001 - a failed measurement is reported, not raised
+        out["error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"
     return out
 
 

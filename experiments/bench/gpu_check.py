@@ -49,6 +49,7 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -79,7 +80,8 @@ class Check:
 
     def __init__(self, out: Path, budget_s: float, env: dict[str, str]) -> None:
         self.out = out
-        self.deadline = time.monotonic() + budget_s
+        self.began = time.monotonic()
+        self.deadline = self.began + budget_s
         self.env = env
         self.log = out / "gpu-check.log"
         self.lock = threading.Lock()  # sections that run side by side record one at a time
@@ -102,17 +104,23 @@ class Check:
             print(f"[gpu-check] {name}: {result.get('status')} in "
                   f"{result.get('seconds', 0):.0f} s", flush=True)
 
-    def run(self, name: str, argv: list[str], limit_s: float) -> tuple[int | None, float]:
-        """Run one command with its output appended to NAME.log in the run's folder; None as the
-        exit code when it ran past its limit (killed with its process group and every process it
-        started; the evaluator workers of a section that ran beside it live on: `kill_strays`
-        takes what is left once no section runs)."""
+    def run(self, name: str, argv: list[str], limit_s: float, env: dict[str, str] | None = None,
+            stacks: bool = False) -> tuple[int | None, float]:
+        """Run one command with its output appended to NAME.log in the run's folder (`env`: more
+        variables for it alone); None as the exit code when it ran past its limit (killed with
+        its process group and every process it started; the evaluator workers of a section that
+        ran beside it live on: `kill_strays` takes what is left once no section runs). With
+        `stacks`, before that kill each of its Python processes is asked for its threads' stacks
+        (SIGABRT under PYTHONFAULTHANDLER, no core files; `STACKS_S` to write them, the
+        command's own into NAME.log), so a section cut at its limit says where it was. (Not for
+        the test sections: their evaluator workers' crash messages are what the tests check.)"""
         timeout = max(1.0, min(limit_s, self.left()))
         start = time.monotonic()
         with (self.out / f"{name}.log").open("a") as out:
             out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
             out.flush()
-            proc = subprocess.Popen(argv, cwd=REPO, env=self.env, stdout=out,
+            extra = {**(env or {}), **({"PYTHONFAULTHANDLER": "1"} if stacks else {})}
+            proc = subprocess.Popen(argv, cwd=REPO, env={**self.env, **extra}, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 code: int | None = proc.wait(timeout=timeout)
@@ -120,6 +128,11 @@ class Check:
                 from feedback.sandbox import descendants, kill
 
                 started = descendants(proc.pid)  # before the kill, while they are still its own
+                if stacks:
+                    out.write(f"\n===== {name}: at its limit of {timeout:.0f} s: the stacks of "
+                              "its Python processes\n")
+                    out.flush()
+                    ask_for_stacks([proc.pid, *started])
                 os.killpg(proc.pid, 9)
                 proc.wait()
                 code = None
@@ -141,6 +154,29 @@ class Check:
         if strays:
             with self.log.open("a") as out:
                 out.write(f"\n===== {strays} evaluator workers outlived their section: killed\n")
+
+
+STACKS_S = 3.0
+
+
+def ask_for_stacks(pids: list[int]) -> None:
+    """SIGABRT each Python process of `pids` (under PYTHONFAULTHANDLER it writes every thread's
+    stack to its stderr, then dies, without a core file) and give them `STACKS_S` to do so.
+    Python by its executable: Ray renames its workers' command lines (`ray::StageWorker.run`)."""
+    import resource
+
+    asked = 0
+    for pid in pids:
+        try:
+            if "python" not in os.path.basename(os.readlink(f"/proc/{pid}/exe")):
+                continue
+            resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+            os.kill(pid, 6)
+            asked += 1
+        except OSError:
+            continue
+    if asked:
+        time.sleep(STACKS_S)
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
@@ -349,7 +385,7 @@ def _kernel_log() -> str | None:
 
 def bench(check: Check, name: str, argv: list[str], result_file: Path,
           figures: Callable[[dict], dict]) -> dict:
-    code, seconds = check.run(name, argv, LIMITS_S[name])
+    code, seconds = check.run(name, argv, LIMITS_S[name], stacks=True)
     out: dict = {"status": "passed" if code == 0 else ("timeout" if code is None else "failed"),
                  "exit_code": code, "seconds": round(seconds, 1)}
     if result_file.exists():
@@ -360,6 +396,44 @@ def bench(check: Check, name: str, argv: list[str], result_file: Path,
     if out.get("verdicts_ok") is False and out["status"] == "passed":
         out["status"] = "failed"  # it ran, but judged an honest kernel wrongly
     return out
+
+
+def ray_section(check: Check, py: str, runs: Path) -> dict:
+    """The Ray GPU smoke sweep into `runs`, then Ray's own logs of it (its session's `logs/`,
+    each file's last `RAY_LOG_BYTES`) into `ray-logs.tar.gz`: where a sweep that judged nothing
+    spent its time."""
+    argv = [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
+            "--executor", "ray", "--out", str(runs)]
+    try:
+        return bench(check, "ray", argv, runs / "sweep.json", ray_figures)
+    finally:
+        keep_ray_logs(Path(tempfile.gettempdir()) / "ray" / "session_latest" / "logs",
+                      check.out / "ray-logs.tar.gz")
+
+
+RAY_LOG_BYTES = 256 * 1024
+
+
+def keep_ray_logs(logs: Path, archive: Path) -> int:
+    """The last `RAY_LOG_BYTES` of each file under `logs` into `archive`; how many files."""
+    import io
+
+    kept = 0
+    if not logs.is_dir():
+        return kept
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(p for p in logs.rglob("*") if p.is_file()):
+            try:
+                with path.open("rb") as fh:
+                    fh.seek(max(0, path.stat().st_size - RAY_LOG_BYTES))
+                    data = fh.read(RAY_LOG_BYTES)
+            except OSError:
+                continue
+            info = tarfile.TarInfo(str(path.relative_to(logs)))
+            info.size, info.mtime = len(data), int(path.stat().st_mtime)
+            tar.addfile(info, io.BytesIO(data))
+            kept += 1
+    return kept
 
 
 def stability_figures(data: dict) -> dict:
@@ -498,6 +572,7 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
     except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
         result = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
     result["seconds"] = round(time.monotonic() - start, 1)
+    result["began_s"] = round(start - check.began, 1)  # the run's timeline
     check.record(name, result)
 
 
@@ -562,7 +637,8 @@ def main(argv: list[str] | None = None) -> int:
                                           "gpu and timing and not beside_builds", 1, cache,
                                           args.tests))
     stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
-    runs = Path(tempfile.mkdtemp(prefix="kr-gpu-check-ray-"))  # a sweep resumes: start empty
+    runs = args.out / "ray-sweep"  # its run store and run.log come back with the rest
+    shutil.rmtree(runs, ignore_errors=True)  # a sweep resumes: start empty
     beside(check, args.skip, {  # the throughput form's cold builds are load the stability wants
         "stability": lambda: bench(
             check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
@@ -573,10 +649,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "--arms", "framework", "--pch-from", str(cache),
                                   "--out", str(throughput_json)],
             throughput_json, throughput_figures),
-        "ray": lambda: bench(
-            check, "ray", [py, "-m", "experiments.sweep", "experiments/configs/ray_cuda_smoke.yaml",
-                           "--executor", "ray", "--out", str(runs)], runs / "sweep.json",
-            ray_figures)})
+        "ray": lambda: ray_section(check, py, runs)})
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

@@ -43,7 +43,8 @@ def run_suite(args: argparse.Namespace) -> int:
 
     variants = args.variant or [("", {})]
     overrides = {name: over for name, over in variants}
-    quick = SHORT_OPTIONS if args.short else {}
+    quick = {**(SHORT_OPTIONS if args.short else {}),
+             **({"baselines": True} if args.kernelbench_eager else {})}
     try:
         per_variant = {name: EvalOptions(**{"compile_baseline": False, **quick, **over})
                        for name, over in variants}
@@ -68,6 +69,7 @@ def run_suite(args: argparse.Namespace) -> int:
     load = BuildLoad(workers, options).start() if workers else None
     rows: dict[str, list[dict]] = {k.name: [] for k, *_ in items}
     benches: dict[str, float | None] = {}
+    kernelbench: dict[str, dict] = {}
     start, result = time.monotonic(), None
 
     def write(complete: bool) -> dict:
@@ -84,7 +86,8 @@ def run_suite(args: argparse.Namespace) -> int:
                   "command": " ".join(["python -m experiments.bench.timing_stability", *sys.argv[1:]]),
                   "options": overrides if len(variants) > 1 else variants[0][1],
                   "environment": env,
-                  "kernels": [_kernel(k, problem, rows[k.name], benches.get(k.name), args.n)
+                  "kernels": [_kernel(k, problem, rows[k.name], benches.get(k.name), args.n,
+                                      kernelbench.get(k.name))
                               for k, problem, *_ in items]}
         if args.out:
             args.out.write_text(json.dumps(record, indent=2))
@@ -99,6 +102,8 @@ def run_suite(args: argparse.Namespace) -> int:
                     rows[k.name].append({"status": result.status.value,
                                          "median_ms": run.median_ms if run else None,
                                          "noise": result.noise, "speedup_eager": result.speedup_eager,
+                                         "eager_ms": result.eager.median_ms if result.eager
+                                         else None,
                                          "samples": run.n if run else None,
                                          "calls_per_sample": run.calls_per_sample if run else None,
                                          "sm_clock_mhz": run.sm_clock_mhz if run else None,
@@ -122,13 +127,20 @@ def run_suite(args: argparse.Namespace) -> int:
         for k, problem, opts, code in items:
             if args.backend != "cpp" and not args.no_do_bench:
                 benches[k.name] = _do_bench(problem, code, args.backend, opts, locate)
+                write(complete=False)
+        for k, problem, opts, code in items:
+            if args.backend != "cpp" and args.kernelbench_eager:
+                kernelbench[k.name] = _kernelbench_eager(problem, opts)
+                write(complete=False)
         record = write(complete=True)
     finally:
         if load:
             load.stop()
     for row in record["kernels"]:
         print(f"{row['name']}: median {row['median_ms']} ms, spread over {row['evaluations']} "
-              f"evaluations {row['spread_pct']}%, do_bench {row['do_bench_ms']} ms")
+              f"evaluations {row['spread_pct']}%, do_bench {row['do_bench_ms']} ms; eager "
+              f"{row['eager_ms']} ms, KernelBench's timing of it {row['kernelbench_eager_ms']} ms "
+              f"({row['eager_agreement_pct']}%)")
     out = record["kernels"]
     worst = max((r["spread_pct"] for r in out if r["spread_pct"] is not None), default=None)
     print(f"builds finished alongside: {record['builds_finished_alongside']}; worst spread {worst}% "
@@ -136,9 +148,13 @@ def run_suite(args: argparse.Namespace) -> int:
     return 0 if all(r["spread_pct"] is not None for r in out) else 1
 
 
-def _kernel(k, problem, runs: list[dict], bench: float | None, n: int) -> dict:
-    """One kernel's figures from its evaluations so far."""
+def _kernel(k, problem, runs: list[dict], bench: float | None, n: int,
+            kernelbench: dict | None = None) -> dict:
+    """One kernel's figures from its evaluations so far (`kernelbench`: its problem's eager
+    reference under KernelBench's timing, `_kernelbench_eager`)."""
     medians = [r["median_ms"] for r in runs if r["median_ms"]]
+    eager = next((r["eager_ms"] for r in runs if r.get("eager_ms")), None)
+    theirs = (kernelbench or {}).get("kernelbench_ms")
     speedups = [r["speedup_eager"] for r in runs if r["speedup_eager"]]
     median = sorted(medians)[len(medians) // 2] if medians else None
     benched = [r["do_bench_ms"] for r in runs if r.get("do_bench_ms")]
@@ -150,7 +166,24 @@ def _kernel(k, problem, runs: list[dict], bench: float | None, n: int) -> dict:
             "do_bench_agreement_pct": _pct(median / bench - 1) if median and bench else None,
             "do_bench_each_ms": benched,
             "do_bench_each_spread_pct": _pct(spread(benched)) if len(benched) == n else None,
+            "eager_ms": eager, "kernelbench_eager_ms": theirs,
+            "kernelbench_eager": kernelbench,
+            "eager_agreement_pct": _pct(eager / theirs - 1) if eager and theirs else None,
             "medians_ms": medians, "noise": [r["noise"] for r in runs], "runs": runs}
+
+
+def _kernelbench_eager(problem, opts) -> dict:
+    """KernelBench's timing of `problem`'s eager reference, in a child, holding the device's
+    lock (experiments/bench/child.py)."""
+    from experiments.bench.child import run_kernelbench_eager_child
+    from feedback.cache import locked
+    from feedback.evaluate import device_lock
+
+    with locked(device_lock(opts)):
+        got = run_kernelbench_eager_child(problem.model_dump(), size=opts.size, device=opts.device)
+    if not got.get("ok"):
+        print(f"KernelBench's eager timing failed: {got.get('error')}", file=sys.stderr)
+    return got
 
 
 def _do_bench(problem, code, backend, opts, locate) -> float | None:

@@ -15,7 +15,9 @@ per variant (`NAME:VARIANT`), with the same builds alongside.
 Without PROBLEM and CANDIDATE it is issue 15's measurement: the kernels of stability_suite.py
 (`--short`: three, one under 0.15 ms on the H200), each evaluated N times (interleaved), while
 `--compiles` real builds run alongside through the evaluator's build path; then each kernel once
-under `triton.testing.do_bench` (GPU), for the agreement check. `--do-bench-each`: do_bench after
+under `triton.testing.do_bench` (GPU), for the agreement check (`--kernelbench-eager`: the eager
+reference as well, the evaluator's median against KernelBench's own timing, experiments/bench/
+child.py). `--do-bench-each`: do_bench after
 every evaluation as well, with the builds still running, and its spread beside the evaluator's:
 where both move together between evaluations the device changed; where only the evaluator's
 medians move, its timed window (host time inside it) did. `--out` gets the shape of
@@ -60,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--do-bench-each", action="store_true",
                         help="suite: do_bench after every evaluation too, builds still running "
                              "(does a shift between evaluations show in do_bench's clock as well?)")
+    parser.add_argument("--kernelbench-eager", action="store_true",
+                        help="suite (GPU): time the eager reference too (the evaluator's eager "
+                             "baseline, on), then each kernel's problem under KernelBench's own "
+                             "timing, for the 5%% agreement of the evaluator's eager median")
     parser.add_argument("--backend", default="cuda", choices=["cuda", "triton", "cpp"])
     parser.add_argument("-n", type=int, default=None,
                         help="separate evaluations per variant (default 5; --short: 3)")

@@ -103,3 +103,18 @@ def test_the_suites_variants_are_interleaved_each_kernel_a_row_of_its_own(tmp_pa
     assert names[0].split(":")[0] == names[1].split(":")[0]
     assert [k["evaluations"] for k in record["kernels"]][:3] == [1, 1, 0] and seen == [2, 3]
     assert record["options"] == {"a": {"warmup": "2"}, "b": {"warmup": "3"}}
+
+
+def test_kernelbench_timing_of_the_eager_reference_runs_in_a_child():
+    """The outside clock the evaluator's eager median is checked against (on a GPU: CUDA events
+    around each call, L2 flushed; here the host clock: the code path)."""
+    from experiments.bench.child import run_kernelbench_eager_child
+    from problems.spec import select
+
+    relu = select("suite:level1/19").problems[0]
+    got = run_kernelbench_eager_child(relu.model_dump(), size="small", device="cpu", trials=5)
+    assert got["ok"], got
+    for key in ("kernelbench_ms", "kernelbench_noflush_ms", "kernelbench_median_ms"):
+        assert 0 < got[key] < 1000, got
+    bad = run_kernelbench_eager_child(relu.model_dump(), size="no-such-size", device="cpu")
+    assert not bad["ok"] and "no-such-size" in bad["error"], bad

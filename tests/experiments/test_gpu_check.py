@@ -212,3 +212,47 @@ def test_a_crashed_workers_kill_is_found_in_the_kernel_log():
     assert gpu_check.kill_messages(text) == text.splitlines()[1:]
     assert gpu_check.kill_messages("[0.1] usb 1-1: new device\n") == []
     assert gpu_check.kill_messages(None) is None  # dmesg could not be read
+
+
+STUCK = '''
+import subprocess, sys, time
+
+def parent_waits_here():
+    subprocess.Popen([sys.executable, "-c",
+                      "import time\\ndef child_waits_here():\\n    time.sleep(60)\\nchild_waits_here()"],
+                     start_new_session=True)
+    time.sleep(60)
+
+parent_waits_here()
+'''
+
+
+def test_a_bench_section_cut_at_its_limit_leaves_its_python_stacks_in_its_log(tmp_path):
+    """Where a section that judged nothing spent its time (H200 runs 26-27: the Ray sweep, cut
+    with no trace): each of its Python processes, those in sessions of their own included,
+    writes its stack before the kill."""
+    check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
+    code, _ = check.run("stuck", [sys.executable, "-c", STUCK], 3.0, stacks=True)
+    assert code is None
+    log = (tmp_path / "stuck.log").read_text()
+    stacks = log.split("the stacks of its Python processes", 1)[1]
+    assert stacks.count("most recent call first") >= 2, stacks
+    assert 'line 8 in parent_waits_here' in stacks and "in child_waits_here" in stacks
+    code, _ = check.run("plain", [sys.executable, "-c", STUCK], 3.0)  # tests: no stacks asked
+    assert code is None and "most recent call first" not in (tmp_path / "plain.log").read_text()
+
+
+def test_ray_logs_are_kept_with_each_files_tail(tmp_path, monkeypatch):
+    logs = tmp_path / "logs"
+    (logs / "events").mkdir(parents=True)
+    (logs / "raylet.out").write_text("started\n")
+    (logs / "events" / "big.log").write_bytes(b"a" * 100 + b"the end")
+    monkeypatch.setattr(gpu_check, "RAY_LOG_BYTES", 10)
+    archive = tmp_path / "ray-logs.tar.gz"
+    assert gpu_check.keep_ray_logs(logs, archive) == 2
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        assert tar.extractfile("raylet.out").read() == b"started\n"
+        assert tar.extractfile("events/big.log").read() == b"aaathe end"
+    assert gpu_check.keep_ray_logs(tmp_path / "missing", tmp_path / "none.tar.gz") == 0
