@@ -63,8 +63,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "early-tests", "tests", "timing-tests", "stability",
             "throughput", "ray")
-LIMITS_S = {"build": 150, "early-tests": 120, "ray": 150, "tests": 330, "timing-tests": 120,
-            "stability": 180, "throughput": 150}  # caps; the whole run stops at --budget-s
+LIMITS_S = {"build": 150, "early-tests": 120, "ray": 200, "tests": 330, "timing-tests": 120,
+            "stability": 200, "throughput": 150}  # caps; the whole run stops at --budget-s
 TEST_SECTIONS = ("early-tests", "tests", "timing-tests")
 STABILITY_COMPILES = 4
 """The stability form's own C++ builds, beside the throughput form's cold CUDA builds: together
@@ -302,9 +302,12 @@ def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
 
 
 def first_per_extension(fixtures: list, options) -> list:
-    """The fixtures reordered: one per distinct extension build first, the rest after. Candidates
-    that differ in Python alone share one build (feedback/cache.py, `ext/`); in list order they
-    would fill the pool's slots waiting on that build's lock while other extensions wait."""
+    """The fixtures reordered: one per distinct extension build first, the longest of those
+    (`parses_torch_headers`) at the very front, the rest after. Candidates that differ in Python
+    alone share one build (feedback/cache.py, `ext/`); in list order they would fill the pool's
+    slots waiting on that build's lock while other extensions wait. (H200 run 28: the three
+    builds whose nvcc parses torch's headers took 117-129 s each, the other 37 5-53 s; begun
+    ~28 s in, behind the first wave, they ended the build at 156 s and held the tests back.)"""
     from feedback.compile import locate
 
     seen, first, rest = set(), [], []
@@ -312,7 +315,14 @@ def first_per_extension(fixtures: list, options) -> list:
         ext = locate(item[1], item[2], options).extensions_dir
         (rest if ext in seen else first).append(item)
         seen.add(ext)
-    return first + rest
+    return sorted(first, key=lambda item: not parses_torch_headers(item[1], item[2])) + rest
+
+
+def parses_torch_headers(code: str, backend: str) -> bool:
+    """Whether nvcc compiles torch's headers for this candidate (a CUDA `load_inline` without
+    `no_implicit_headers=True` gets `<torch/extension.h>` in its .cu): a build ~4x as long as
+    one without (tests/hardening/gpu_corpus.py)."""
+    return backend == "cuda" and not re.search(r"no_implicit_headers\s*=\s*True", code)
 
 
 def xdist_available() -> bool:
@@ -591,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bundle", type=Path, default=REPO / ".device" / "site.tar.xz",
                         help="device bundle to unpack when the project's packages are missing")
     parser.add_argument("--budget-s", type=float, default=540, help="wall-clock budget (9 min)")
-    parser.add_argument("--build-jobs", type=int, default=8, help="concurrent fixture builds")
+    parser.add_argument("--build-jobs", type=int, default=12, help="concurrent fixture builds")
     parser.add_argument("--test-workers", type=int, default=8, help="pytest-xdist workers")
     parser.add_argument("--tests", action="append", default=[], metavar="PATH",
                         help="test files or node ids instead of tests/ (repeatable): a re-run of "

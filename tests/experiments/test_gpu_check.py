@@ -256,3 +256,20 @@ def test_ray_logs_are_kept_with_each_files_tail(tmp_path, monkeypatch):
         assert tar.extractfile("raylet.out").read() == b"started\n"
         assert tar.extractfile("events/big.log").read() == b"aaathe end"
     assert gpu_check.keep_ray_logs(tmp_path / "missing", tmp_path / "none.tar.gz") == 0
+
+
+def test_builds_whose_nvcc_parses_torch_headers_go_first(tmp_path):
+    """The longest builds start at once (H200 run 28: 117-129 s against 5-53 s for the rest);
+    a candidate that only differs in Python from one already listed still waits at the end."""
+    from feedback.options import EvalOptions
+
+    light = 'load_inline(name="a", cpp_sources=C, cuda_sources=K, no_implicit_headers=True)'
+    heavy = 'load_inline(name="b", cpp_sources=C, cuda_sources=K)'
+    assert gpu_check.parses_torch_headers(heavy, "cuda")
+    assert not gpu_check.parses_torch_headers(light, "cuda")
+    assert not gpu_check.parses_torch_headers(heavy, "cpp")
+    options = EvalOptions(cache_dir=tmp_path, arch="9.0")
+    fixtures = [("p", light, "cuda"), ("p", heavy, "cuda"), ("p", light + "\n# again", "cuda"),
+                ("p", "import triton", "triton")]
+    ordered = gpu_check.first_per_extension(fixtures, options)
+    assert [code for _, code, _ in ordered] == [heavy, light, "import triton", light + "\n# again"]
