@@ -118,3 +118,16 @@ def test_kernelbench_timing_of_the_eager_reference_runs_in_a_child():
         assert 0 < got[key] < 1000, got
     bad = run_kernelbench_eager_child(relu.model_dump(), size="no-such-size", device="cpu")
     assert not bad["ok"] and "no-such-size" in bad["error"], bad
+
+
+def test_the_eager_agreement_compares_the_evaluators_eager_median_with_kernelbenchs_timing():
+    from experiments.bench.stability_run import _kernel
+    from experiments.bench.stability_suite import kernels
+
+    k = kernels("cuda", short=True)[0]
+    runs = [{"median_ms": m, "speedup_eager": None, "eager_ms": 0.5, "noise": 0.01}
+            for m in (0.1, 0.101)]
+    row = _kernel(k, k.problem()[0], runs, None, 2, {"ok": True, "kernelbench_ms": 0.52})
+    assert row["eager_ms"] == 0.5 and row["kernelbench_eager_ms"] == 0.52
+    assert row["eager_agreement_pct"] == round((0.5 / 0.52 - 1) * 100, 3)
+    assert _kernel(k, k.problem()[0], runs, None, 2)["eager_agreement_pct"] is None
