@@ -6,7 +6,8 @@ the section it cut:
 
 1. environment: GPU, driver, SM clock, torch / CUDA / Triton versions, cores;
 2. build: every compiled fixture of the GPU tests (`tests/gpu_fixtures.py`), in one parallel pool
-   sharing one cache, before any test runs that needs one: the tests start once no more than
+   sharing one cache (the longest builds first: those whose nvcc parses torch's headers), before
+   any test runs that needs one: the tests start once no more than
    half the pool's slots are still building (a test that needs one of those last builds waits on
    its lock). While it builds, the device would be idle: beside it, the early tests, the GPU
    tests marked `beside_builds` (they need no build, and a busy host cannot make them pass:
@@ -25,8 +26,9 @@ the section it cut:
      builds are load the stability form wants, and its figure is a smoke test's, taken beside
      the other two. The side-by-side with KernelBench's flow (the `stock` arm) is the full
      benchmark's (docs/benchmarks.md, P2): on two candidates it would say little;
-   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into an
-     empty folder: a sweep resumes), passed only when it judged every kernel of its transcript
+   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into
+     `ray-sweep/`, emptied first: a sweep resumes; Ray's session logs into `ray-logs.tar.gz`),
+     passed only when it judged every kernel of its transcript
      (all honest) `ok`; its kernels are fixtures, built by then. Not beside the tests (H200 runs
      19 and 26: its device jobs queued behind eight test processes' and it judged nothing), nor
      beside the build (run 26: its first kernel, the cache's first CUDA build, took 104 s).
@@ -35,7 +37,9 @@ It prints one table (test file -> passed / failed / seconds, then the other sect
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
 `NAME.log` (each section's own output; `gpu-check.log`, the workers killed between sections), each
 test phase's stream of outcomes
-(`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput.
+(`testlog-*.jsonl`, written as each test ends) and the JSON of stability and throughput. A
+section killed at its limit also leaves its Python processes' stacks in its log (stability,
+throughput, Ray).
 
     python -m experiments.bench.gpu_check --out gpu-check            # what `make gpu-check` runs
 
