@@ -198,29 +198,11 @@ def _kernelbench_eager(spec: dict) -> dict:
         torch.manual_seed(0)
         model = problem.Model(*problem.get_init_inputs()).to(device).eval()
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
-        gpu = device.type == "cuda"
-        scratch = torch.empty(256 << 20 if gpu else 1, dtype=torch.uint8, device=device)  # > L2
+        scratch = torch.empty(256 << 20, dtype=torch.uint8, device=device) \
+            if device.type == "cuda" else None  # larger than any GPU's L2
         with torch.no_grad():
-            for flush, key in ((True, "kernelbench_ms"), (False, "kernelbench_noflush_ms")):
-                for _ in range(3):
-                    model(*inputs)
-                times = []
-                for _ in range(spec["timing_trials"]):
-                    if gpu:  # KernelBench's clock: synchronize, flush, events around one call
-                        torch.cuda.synchronize(device)
-                        if flush:
-                            scratch.fill_(42)
-                        start = torch.cuda.Event(enable_timing=True)
-                        end = torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        model(*inputs)
-                        end.record()
-                        torch.cuda.synchronize(device)
-                        times.append(start.elapsed_time(end))
-                    else:  # the host's (a CPU machine: the code path, not a KernelBench figure)
-                        began = time.perf_counter()
-                        model(*inputs)
-                        times.append((time.perf_counter() - began) * 1e3)
+            for flush, key in ((scratch, "kernelbench_ms"), (None, "kernelbench_noflush_ms")):
+                times = _call_times(model, inputs, spec["timing_trials"], device, flush)
                 out[key] = statistics.fmean(times)
                 out[key.replace("_ms", "_median_ms")] = statistics.median(times)
         out["ok"] = True
@@ -233,6 +215,14 @@ def _time_calls(model, inputs: list, trials: int, device) -> float:
     """Median milliseconds of `trials` calls after 3 warm-ups."""
     import statistics
 
+    return statistics.median(_call_times(model, inputs, trials, device))
+
+
+def _call_times(model, inputs: list, trials: int, device, flush=None) -> list[float]:
+    """Milliseconds of each of `trials` calls after 3 warm-ups: one CUDA-event pair and a
+    synchronize per call on a GPU (with `flush`, a tensor larger than the L2: synchronize, then
+    write it, before each start event, as KernelBench's harness does now), the host clock on a
+    CPU."""
     import torch
 
     for _ in range(3):
@@ -240,6 +230,9 @@ def _time_calls(model, inputs: list, trials: int, device) -> float:
     times = []
     for _ in range(trials):
         if device.type == "cuda":
+            if flush is not None:
+                torch.cuda.synchronize()
+                flush.fill_(42)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             model(*inputs)
@@ -250,7 +243,7 @@ def _time_calls(model, inputs: list, trials: int, device) -> float:
             t = time.perf_counter()
             model(*inputs)
             times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return times
 
 
 if __name__ == "__main__":

@@ -108,10 +108,10 @@ class Check:
             print(f"[gpu-check] {name}: {result.get('status')} in "
                   f"{result.get('seconds', 0):.0f} s", flush=True)
 
-    def run(self, name: str, argv: list[str], limit_s: float, env: dict[str, str] | None = None,
+    def run(self, name: str, argv: list[str], limit_s: float,
             stacks: bool = False) -> tuple[int | None, float]:
-        """Run one command with its output appended to NAME.log in the run's folder (`env`: more
-        variables for it alone); None as the exit code when it ran past its limit (killed with
+        """Run one command with its output appended to NAME.log in the run's folder; None as the
+        exit code when it ran past its limit (killed with
         its process group and every process it started; the evaluator workers of a section that
         ran beside it live on: `kill_strays` takes what is left once no section runs). With
         `stacks`, before that kill each of its Python processes is asked for its threads' stacks
@@ -123,8 +123,8 @@ class Check:
         with (self.out / f"{name}.log").open("a") as out:
             out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
             out.flush()
-            extra = {**(env or {}), **({"PYTHONFAULTHANDLER": "1"} if stacks else {})}
-            proc = subprocess.Popen(argv, cwd=REPO, env={**self.env, **extra}, stdout=out,
+            env = {**self.env, "PYTHONFAULTHANDLER": "1"} if stacks else self.env
+            proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 code: int | None = proc.wait(timeout=timeout)
