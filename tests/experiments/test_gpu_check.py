@@ -218,9 +218,11 @@ STUCK = '''
 import subprocess, sys, time
 
 def parent_waits_here():
-    subprocess.Popen([sys.executable, "-c",
-                      "import time\\ndef child_waits_here():\\n    time.sleep(60)\\nchild_waits_here()"],
-                     start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\\ndef child_waits_here():\\n    print('up', flush=True)\\n"
+         "    time.sleep(60)\\nchild_waits_here()"],
+        stdout=subprocess.PIPE, start_new_session=True)
+    child.stdout.readline()  # both processes are in their waits before the limit
     time.sleep(60)
 
 parent_waits_here()
@@ -230,14 +232,15 @@ parent_waits_here()
 def test_a_bench_section_cut_at_its_limit_leaves_its_python_stacks_in_its_log(tmp_path):
     """Where a section that judged nothing spent its time (H200 runs 26-27: the Ray sweep, cut
     with no trace): each of its Python processes, those in sessions of their own included,
-    writes its stack before the kill."""
+    writes its stack before the kill. The limit leaves a loaded 2-core machine time to start
+    both processes (CI once cut the parent before it reached its wait at 3 s)."""
     check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
-    code, _ = check.run("stuck", [sys.executable, "-c", STUCK], 3.0, stacks=True)
+    code, _ = check.run("stuck", [sys.executable, "-c", STUCK], 12.0, stacks=True)
     assert code is None
     log = (tmp_path / "stuck.log").read_text()
     stacks = log.split("the stacks of its Python processes", 1)[1]
     assert stacks.count("most recent call first") >= 2, stacks
-    assert 'line 8 in parent_waits_here' in stacks and "in child_waits_here" in stacks
+    assert "line 10 in parent_waits_here" in stacks and "in child_waits_here" in stacks, stacks
     code, _ = check.run("plain", [sys.executable, "-c", STUCK], 3.0)  # tests: no stacks asked
     assert code is None and "most recent call first" not in (tmp_path / "plain.log").read_text()
 
