@@ -13,12 +13,14 @@ It is the baseline of experiments/bench/throughput.py, not an evaluator to trust
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,27 +49,49 @@ def run_stock_eval_child(candidate: Path, problem_path: Path, *, ext_dir: Path, 
 
 
 def run_do_bench_child(candidate: Path, problem: dict, *, ext_dir: Path, size: str | None,
-                       device: str, cache_dir: Path, timeout_s: float = 600) -> dict:
+                       device: str, cache_dir: Path, device_lock: Path | None = None,
+                       timeout_s: float = 600) -> dict:
     """`triton.testing.do_bench` of a candidate the evaluator built (its own build folder and
     fastbuild settings, so nothing is rebuilt), after a KernelBench-style correctness check:
     the independent clock that experiments/bench/timing_stability.py compares the evaluator's
-    medians with. `problem` is a `Problem` record as a dict (it may carry a size of the bench)."""
+    medians with. `problem` is a `Problem` record as a dict (it may carry a size of the bench).
+    `device_lock`: held by the child from its first device work on, so its process start, torch
+    and the candidate's import never hold the device (feedback/evaluate.py, `device_lock`)."""
     return _run({"mode": "evaluate", "candidate": str(Path(candidate).resolve()),
                  "ext": str(ext_dir), "fast": {"cache_dir": str(cache_dir)}, "arch": None,
                  "problem_record": problem, "size": size, "device": device, "correct_trials": 2,
-                 "timing_trials": 0, "do_bench": True}, timeout_s)
+                 "timing_trials": 0, "do_bench": True,
+                 "device_lock": str(device_lock) if device_lock else None}, timeout_s)
 
 
 def run_kernelbench_eager_child(problem: dict, *, size: str | None, device: str,
-                                trials: int = 100, timeout_s: float = 300) -> dict:
+                                trials: int = 100, device_lock: Path | None = None,
+                                timeout_s: float = 300) -> dict:
     """The eager reference timed KernelBench's way, in a fresh process: `kernelbench_ms` (the
     mean of `trials` calls after 3 warm-ups; per call: synchronize, L2 flush (256 MB written),
     start event, the call, end event, synchronize, as its public harness does now) and
     `kernelbench_noflush_ms` (the same without the flush, as in the paper); medians beside them:
     the outside clock that the evaluator's eager median is checked against (experiments/bench/
-    stability_run.py). On a CPU machine the host clock, for the code path only."""
+    stability_run.py). On a CPU machine the host clock, for the code path only. `device_lock`
+    as for `run_do_bench_child`."""
     return _run({"mode": "kernelbench_eager", "problem_record": problem, "size": size,
-                 "device": device, "timing_trials": trials}, timeout_s)
+                 "device": device, "timing_trials": trials,
+                 "device_lock": str(device_lock) if device_lock else None}, timeout_s)
+
+
+@contextlib.contextmanager
+def _device(spec: dict, out: dict) -> Iterator[None]:
+    """The device lock of `spec` held for the block (none asked: nothing held); how long it
+    waited for it into `out["device_wait_s"]`."""
+    if not spec.get("device_lock"):
+        yield
+        return
+    from feedback.cache import locked
+
+    start = time.perf_counter()
+    with locked(Path(spec["device_lock"])):
+        out["device_wait_s"] = round(time.perf_counter() - start, 3)
+        yield
 
 
 def _run(spec: dict, timeout_s: float) -> dict:
@@ -140,8 +164,6 @@ def _decisions(ext: Path) -> list[dict]:
 
 def _evaluate(module, spec: dict) -> dict:
     """KernelBench-style correctness and timing of an imported candidate (see module docstring)."""
-    import torch
-
     from problems.loaders import load_file
     from problems.module import load_module
 
@@ -153,40 +175,48 @@ def _evaluate(module, spec: dict) -> dict:
         record = Problem.model_validate(spec["problem_record"]) if "problem_record" in spec \
             else load_file(Path(spec["problem"]))
         problem = load_module(record, spec.get("size"))
-        device = torch.device(spec["device"])
-        init = problem.get_init_inputs()
-        torch.manual_seed(0)
-        ref = problem.Model(*init).to(device).eval()
-        torch.manual_seed(0)
-        new = module.ModelNew(*init).to(device).eval()
-        with torch.no_grad():
-            for trial in range(spec["correct_trials"]):
-                torch.manual_seed(1000 + trial)
-                inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
-                          for x in problem.get_inputs()]
-                expected, got = ref(*inputs), new(*inputs)
-                if got.shape != expected.shape or not torch.allclose(got, expected, 1e-2, 1e-2):
-                    raise AssertionError(f"mismatch on trial {trial}")
-            out["correct"] = True
-            out["correct_s"] = round(time.perf_counter() - t0, 3)
-            t1 = time.perf_counter()
-            if spec.get("do_bench"):
-                from triton.testing import do_bench
-
-                out["do_bench_ms"] = do_bench(lambda: new(*inputs), return_mode="median")
-            else:
-                out["runtime_ms"] = _time_calls(new, inputs, spec["timing_trials"], device)
-            out["timing_s"] = round(time.perf_counter() - t1, 3)
+        if spec.get("do_bench"):
+            import triton.testing  # noqa: F401 - imported before the device is asked for
+        with _device(spec, out):
+            _check_and_time(module, problem, spec, out, t0)
     except BaseException as exc:  # noqa: BLE001
         out["eval_error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"
     return out
 
 
+def _check_and_time(module, problem, spec: dict, out: dict, t0: float) -> None:
+    """The device part of `_evaluate`, its figures into `out`."""
+    import torch
+
+    device = torch.device(spec["device"])
+    init = problem.get_init_inputs()
+    torch.manual_seed(0)
+    ref = problem.Model(*init).to(device).eval()
+    torch.manual_seed(0)
+    new = module.ModelNew(*init).to(device).eval()
+    with torch.no_grad():
+        for trial in range(spec["correct_trials"]):
+            torch.manual_seed(1000 + trial)
+            inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
+                      for x in problem.get_inputs()]
+            expected, got = ref(*inputs), new(*inputs)
+            if got.shape != expected.shape or not torch.allclose(got, expected, 1e-2, 1e-2):
+                raise AssertionError(f"mismatch on trial {trial}")
+        out["correct"] = True
+        out["correct_s"] = round(time.perf_counter() - t0, 3)
+        t1 = time.perf_counter()
+        if spec.get("do_bench"):
+            from triton.testing import do_bench
+
+            out["do_bench_ms"] = do_bench(lambda: new(*inputs), return_mode="median")
+        else:
+            out["runtime_ms"] = _time_calls(new, inputs, spec["timing_trials"], device)
+        out["timing_s"] = round(time.perf_counter() - t1, 3)
+
+
 def _kernelbench_eager(spec: dict) -> dict:
     """See `run_kernelbench_eager_child`."""
-    import statistics
-
-    import torch
+    import torch  # noqa: F401 - imported before the device is asked for
 
     from problems.module import load_module
     from problems.record import Problem
@@ -194,21 +224,31 @@ def _kernelbench_eager(spec: dict) -> dict:
     out: dict = {"ok": False, "error": None}
     try:
         problem = load_module(Problem.model_validate(spec["problem_record"]), spec.get("size"))
-        device = torch.device(spec["device"])
-        torch.manual_seed(0)
-        model = problem.Model(*problem.get_init_inputs()).to(device).eval()
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
-        scratch = torch.empty(256 << 20, dtype=torch.uint8, device=device) \
-            if device.type == "cuda" else None  # larger than any GPU's L2
-        with torch.no_grad():
-            for flush, key in ((scratch, "kernelbench_ms"), (None, "kernelbench_noflush_ms")):
-                times = _call_times(model, inputs, spec["timing_trials"], device, flush)
-                out[key] = statistics.fmean(times)
-                out[key.replace("_ms", "_median_ms")] = statistics.median(times)
+        with _device(spec, out):
+            _time_eager(problem, spec, out)
         out["ok"] = True
     except BaseException as exc:  # noqa: BLE001 - a failed measurement is reported, not raised
         out["error"] = f"{type(exc).__name__}: {str(exc)[-2000:]}"
     return out
+
+
+def _time_eager(problem, spec: dict, out: dict) -> None:
+    """The device part of `_kernelbench_eager`, its figures into `out`."""
+    import statistics
+
+    import torch
+
+    device = torch.device(spec["device"])
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs()).to(device).eval()
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    scratch = torch.empty(256 << 20, dtype=torch.uint8, device=device) \
+        if device.type == "cuda" else None  # larger than any GPU's L2
+    with torch.no_grad():
+        for flush, key in ((scratch, "kernelbench_ms"), (None, "kernelbench_noflush_ms")):
+            times = _call_times(model, inputs, spec["timing_trials"], device, flush)
+            out[key] = statistics.fmean(times)
+            out[key.replace("_ms", "_median_ms")] = statistics.median(times)
 
 
 def _time_calls(model, inputs: list, trials: int, device) -> float:

@@ -14,18 +14,20 @@ the section it cut:
    lower bounds on time), alone on the device by its lock;
 3. tests: the rest of the GPU suite (`pytest -m gpu`) but its `timing` tests, several files at a
    time (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock
-   keeps their timings apart;
+   keeps their timings apart. Beside them, throughput: a short throughput batch
+   (`experiments.bench.throughput --short --arms framework`): its candidates build cold, on a
+   cache of its own (the precompiled headers copied from the run's cache: a machine's one-time
+   set-up, outside the figure), on the cores the tests leave idle (they wait for the device),
+   and its device jobs take the device when the tests leave it free. Its figure is a smoke
+   test's, taken beside the tests; the side-by-side with KernelBench's flow (the `stock` arm) is
+   the full benchmark's (docs/benchmarks.md, P2): on two candidates it would say little. (H200
+   runs 28-29: in the last phase, beside the two below, its ~35 s of device jobs were what left
+   the phase's ~180 s short);
 4. timing tests: the other `timing` tests (those that measure time, or use the GPU outside that
    lock) alone on the machine, with no build competing for the CPU;
-5. three sections side by side, each holding the device lock for its device work:
+5. two sections side by side, each holding the device lock for its device work:
    - stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
      --short`), with `STABILITY_COMPILES` C++ builds of its own alongside;
-   - throughput: a short throughput batch (`experiments.bench.throughput --short --arms
-     framework`): its candidates build cold, on a cache of its own (the precompiled headers
-     copied from the run's cache: a machine's one-time set-up, outside the figure), so its
-     builds are load the stability form wants, and its figure is a smoke test's, taken beside
-     the other two. The side-by-side with KernelBench's flow (the `stock` arm) is the full
-     benchmark's (docs/benchmarks.md, P2): on two candidates it would say little;
    - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into
      `ray-sweep/`, emptied first: a sweep resumes; Ray's session logs into `ray-logs.tar.gz`),
      passed only when it judged every kernel of its transcript
@@ -68,12 +70,12 @@ REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "early-tests", "tests", "timing-tests", "stability",
             "throughput", "ray")
 LIMITS_S = {"build": 150, "early-tests": 120, "ray": 200, "tests": 330, "timing-tests": 120,
-            "stability": 200, "throughput": 150}  # caps; the whole run stops at --budget-s
+            "stability": 200, "throughput": 220}  # caps; the whole run stops at --budget-s
 TEST_SECTIONS = ("early-tests", "tests", "timing-tests")
-STABILITY_COMPILES = 4
-"""The stability form's own C++ builds, beside the throughput form's cold CUDA builds: together
-about the build pool of a sweep (8 builds), not twice it (H200 run 24: three sections side by side,
-16 builds and a Ray cluster, overloaded the host and none finished)."""
+STABILITY_COMPILES = 6
+"""The stability form's own C++ builds: about the build pool of a sweep (8 builds), the same six
+as runs 28-29's four beside the throughput form's two cold CUDA builds, not twice it (H200 run 24:
+three sections side by side, 16 builds and a Ray cluster, overloaded the host and none finished)."""
 # stability: run 15's 9 evaluations took 138 s (eager baselines included), do_bench ~25 s more
 QUERY = "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm"
 STALL_S = 45  # a test still running after this long has every thread's stack dumped into the log
@@ -527,7 +529,7 @@ def render_markdown(summary: dict) -> str:
                          f"evaluations, spread {k['spread_pct']}%, do_bench {k['do_bench_ms']} ms")
     if "throughput" in s:
         t = s["throughput"]
-        lines.append(f"- Throughput (short form, beside the stability form and the Ray sweep): {t['status']}, "
+        lines.append(f"- Throughput (short form, beside the tests): {t['status']}, "
                      f"{t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
@@ -631,7 +633,8 @@ def main(argv: list[str] | None = None) -> int:
 
     section("environment", lambda: environment(check))
     tail = threading.Event()
-    with ThreadPoolExecutor(2) as early:
+    stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
+    with ThreadPoolExecutor(3) as early:
         # while the fixtures build the device would be idle: the tests that need no build and
         # that a busy host cannot make pass run there
         started = [early.submit(run_section, check, args.skip, "build",
@@ -641,6 +644,12 @@ def main(argv: list[str] | None = None) -> int:
                                               cache, args.tests))]
         while not (tail.wait(1) or started[0].done()):
             pass
+        started.append(early.submit(  # its cold builds on the cores the tests leave idle
+            run_section, check, args.skip, "throughput", lambda: bench(
+                check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
+                                      "--arms", "framework", "--pch-from", str(cache),
+                                      "--out", str(throughput_json)],
+                throughput_json, throughput_figures)))
         run_section(check, args.skip, "tests",  # beside the build's last few
                     lambda: tests(check, "tests", "gpu and not timing and not beside_builds",
                                   args.test_workers, cache, args.tests))
@@ -650,19 +659,13 @@ def main(argv: list[str] | None = None) -> int:
     section("timing-tests", lambda: tests(check, "timing-tests",
                                           "gpu and timing and not beside_builds", 1, cache,
                                           args.tests))
-    stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
     runs = args.out / "ray-sweep"  # its run store and run.log come back with the rest
     shutil.rmtree(runs, ignore_errors=True)  # a sweep resumes: start empty
-    beside(check, args.skip, {  # the throughput form's cold builds are load the stability wants
+    beside(check, args.skip, {
         "stability": lambda: bench(
             check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
                                  "--compiles", str(STABILITY_COMPILES),
                                  "--out", str(stability_json)], stability_json, stability_figures),
-        "throughput": lambda: bench(
-            check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
-                                  "--arms", "framework", "--pch-from", str(cache),
-                                  "--out", str(throughput_json)],
-            throughput_json, throughput_figures),
         "ray": lambda: ray_section(check, py, runs)})
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]

@@ -173,32 +173,31 @@ def _kernel(k, problem, runs: list[dict], bench: float | None, n: int,
 
 
 def _kernelbench_eager(problem, opts) -> dict:
-    """KernelBench's timing of `problem`'s eager reference, in a child, holding the device's
-    lock (experiments/bench/child.py)."""
+    """KernelBench's timing of `problem`'s eager reference, in a child that holds the device's
+    lock for its device work (experiments/bench/child.py)."""
     from experiments.bench.child import run_kernelbench_eager_child
-    from feedback.cache import locked
     from feedback.evaluate import device_lock
 
-    with locked(device_lock(opts)):
-        got = run_kernelbench_eager_child(problem.model_dump(), size=opts.size, device=opts.device)
+    got = run_kernelbench_eager_child(problem.model_dump(), size=opts.size, device=opts.device,
+                                      device_lock=device_lock(opts))
     if not got.get("ok"):
         print(f"KernelBench's eager timing failed: {got.get('error')}", file=sys.stderr)
     return got
 
 
 def _do_bench(problem, code, backend, opts, locate) -> float | None:
-    """do_bench of the evaluator's build of `code`, in a child, holding the device's lock."""
+    """do_bench of the evaluator's build of `code`, in a child that holds the device's lock for
+    its device work (its process start and imports do not hold it)."""
     from pathlib import Path
 
     from experiments.bench.child import run_do_bench_child
-    from feedback.cache import locked
     from feedback.evaluate import device_lock
 
     paths = locate(code, backend, opts)
     root = Path(opts.cache_dir).resolve()
-    with locked(device_lock(opts)):
-        got = run_do_bench_child(paths.candidate, problem.model_dump(), ext_dir=paths.extensions_dir,
-                                 size=opts.size, device=opts.device, cache_dir=root)
+    got = run_do_bench_child(paths.candidate, problem.model_dump(), ext_dir=paths.extensions_dir,
+                             size=opts.size, device=opts.device, cache_dir=root,
+                             device_lock=device_lock(opts))
     if got.get("do_bench_ms") is None:
         print(f"do_bench failed: {got.get('error') or got.get('eval_error')}", file=sys.stderr)
     return got.get("do_bench_ms")

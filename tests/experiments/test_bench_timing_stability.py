@@ -120,6 +120,42 @@ def test_kernelbench_timing_of_the_eager_reference_runs_in_a_child():
     assert not bad["ok"] and "no-such-size" in bad["error"], bad
 
 
+def test_an_outside_clocks_child_holds_the_device_lock_only_for_its_device_work(tmp_path):
+    """do_bench's and KernelBench's children start and import while another job holds the device
+    (a timing of the evaluator), and take its lock only for their measurement."""
+    import threading
+
+    from experiments.bench.child import run_kernelbench_eager_child
+    from feedback.cache import locked
+    from problems.spec import select
+
+    relu, lock, hold_s = select("suite:level1/19").problems[0], tmp_path / "device.lock", 12.0
+    taken, done = threading.Event(), threading.Event()
+
+    def other_job() -> None:
+        with locked(lock):
+            taken.set()
+            done.wait(hold_s)
+
+    holder = threading.Thread(target=other_job)
+    holder.start()
+    taken.wait()
+    timer = threading.Timer(hold_s, done.set)
+    timer.start()
+    try:
+        got = run_kernelbench_eager_child(relu.model_dump(), size="small", device="cpu",
+                                          trials=3, device_lock=lock)
+    finally:
+        done.set()
+        timer.cancel()
+        holder.join()
+    assert got["ok"], got
+    assert 0.5 < got["device_wait_s"] < hold_s - 0.5, got  # waited, but not from its start
+    free = run_kernelbench_eager_child(relu.model_dump(), size="small", device="cpu", trials=3,
+                                       device_lock=lock)
+    assert free["ok"] and free["device_wait_s"] < 1.0, free
+
+
 def test_the_eager_agreement_compares_the_evaluators_eager_median_with_kernelbenchs_timing():
     from experiments.bench.stability_run import _kernel
     from experiments.bench.stability_suite import kernels
