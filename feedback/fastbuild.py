@@ -11,7 +11,10 @@ a trusted process before the candidate is imported, this module makes that build
   torch ignores the list when `extra_cuda_cflags` name an arch;
 - `jobs`: MAX_JOBS, ninja's parallelism (the host binding and the device code are separate
   ninja edges, so they compile side by side whenever MAX_JOBS >= 2);
-- ccache, where one is available, pointed at the shared cache and told how to live with a PCH.
+- ccache, where one is available, pointed at the shared cache and told how to live with a PCH;
+- `light_cuda`: nvcc's translation units read torch/types.h where they include torch/extension.h,
+  and are built the stock way if that does not compile (feedback/fastbuild_light.py, which says
+  what this could change in principle).
 
 The hook sits on torch's `_write_ninja_file`, the one place where the exact flags of each TU are
 known, so `load`, `load_inline` and any name the candidate imported them under all pass through
@@ -46,7 +49,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedback import fastbuild_pch
+from feedback import fastbuild_light, fastbuild_pch
 from feedback.fastbuild_prepare import prepare
 
 __all__ = ["FastBuild", "accelerated", "install", "prepare", "uninstall"]
@@ -74,6 +77,9 @@ class FastBuild(BaseModel):
                              "environment's (torch's default: cores + 2).")
     ccache: str = Field(default="auto", description="`auto` (use ccache when on PATH, as torch "
                         "does), `off`, or the path of a ccache binary to use.")
+    light_cuda: bool = Field(default=True, description="CUDA sources that include "
+                             "<torch/extension.h> read torch/types.h in its place, and are built "
+                             "the stock way when that fails (feedback/fastbuild_light.py).")
 
     @property
     def pch_root(self) -> Path:
@@ -85,6 +91,7 @@ class _Installed:
     settings: FastBuild
     saved_env: dict[str, str | None]
     original: Callable[..., None]
+    original_run: Callable[..., None]
 
 
 _installed: _Installed | None = None
@@ -102,10 +109,11 @@ def install(cache_dir: Path | str, **settings: object) -> FastBuild | None:
 
         chosen = FastBuild(cache_dir=Path(cache_dir), **settings)
         uninstall()
-        original = cpp_extension._write_ninja_file
+        original, original_run = cpp_extension._write_ninja_file, cpp_extension._run_ninja_build
         _installed = _Installed(settings=chosen, saved_env=_apply_environment(chosen),
-                                original=original)
+                                original=original, original_run=original_run)
         cpp_extension._write_ninja_file = _accelerated_write_ninja_file
+        cpp_extension._run_ninja_build = _run_ninja_build
     except Exception as exc:  # noqa: BLE001 - an accelerator that cannot start leaves torch alone
         log.warning("fastbuild: not installed (%s: %s)", type(exc).__name__, exc)
         return None
@@ -120,6 +128,7 @@ def uninstall() -> None:
     from torch.utils import cpp_extension
 
     cpp_extension._write_ninja_file = _installed.original
+    cpp_extension._run_ninja_build = _installed.original_run
     for name, value in _installed.saved_env.items():
         if value is None:
             os.environ.pop(name, None)
@@ -193,7 +202,8 @@ def _writable(directory: Path) -> bool:
 
 
 def _accelerated_write_ninja_file(*args, **kwargs):
-    """torch's `_write_ninja_file`, with the PCH added to the flags of eligible C++ TUs."""
+    """torch's `_write_ninja_file`, with the PCH added to the flags of eligible C++ TUs and the
+    light headers to those of eligible CUDA TUs."""
     state = _installed
     original = state.original if state is not None else None
     if original is None:  # uninstalled while a reference to the wrapper was kept
@@ -202,12 +212,24 @@ def _accelerated_write_ninja_file(*args, **kwargs):
     try:
         bound = inspect.signature(original).bind(*args, **kwargs)
         extra = _pch_flags_for(bound.arguments, state.settings) if state is not None else []
+        light = fastbuild_light.flags_for(bound.arguments) \
+            if state is not None and state.settings.light_cuda else []
     except Exception as exc:  # noqa: BLE001 - the stock build must go on, whatever broke here
         log.warning("fastbuild: acceleration skipped (%s: %s)", type(exc).__name__, exc)
         return original(*args, **kwargs)
-    if extra:
-        bound.arguments["post_cflags"] = list(bound.arguments.get("post_cflags") or []) + extra
+    for key, flags in (("post_cflags", extra), ("cuda_post_cflags", light)):
+        if flags:
+            bound.arguments[key] = list(bound.arguments.get(key) or []) + flags
     return original(*bound.args, **bound.kwargs)
+
+
+def _run_ninja_build(build_directory: str, *args, **kwargs) -> None:
+    """torch's `_run_ninja_build`; a light CUDA build that failed runs again the stock way."""
+    state = _installed
+    if state is None:  # uninstalled while a reference to the wrapper was kept
+        from torch.utils import cpp_extension
+        return cpp_extension._run_ninja_build(build_directory, *args, **kwargs)
+    return fastbuild_light.run_with_fallback(state.original_run, build_directory, *args, **kwargs)
 
 
 def _pch_flags_for(arguments: dict, settings: FastBuild) -> list[str]:
