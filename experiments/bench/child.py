@@ -152,13 +152,20 @@ def _child(spec: dict) -> dict:
 
 
 def _decisions(ext: Path) -> list[dict]:
-    """What fastbuild decided for each build directory (kr_fastbuild.json), if anything."""
+    """What fastbuild decided for each build directory (its PCH: kr_fastbuild.json; its CUDA
+    sources light or stock: kr_fastbuild_cuda.json), if anything."""
+    from feedback.fastbuild_light import RECORD
+
     found = []
-    for record in sorted(ext.glob("*/kr_fastbuild.json")):
-        try:
-            found.append({"dir": record.parent.name, **json.loads(record.read_text())})
-        except (OSError, ValueError):
-            continue
+    for build in sorted({p.parent for p in (*ext.glob("*/kr_fastbuild.json"), *ext.glob(f"*/{RECORD}"))}):
+        entry: dict = {"dir": build.name}
+        for name, key in (("kr_fastbuild.json", None), (RECORD, "light")):
+            try:
+                got = json.loads((build / name).read_text())
+            except (OSError, ValueError):
+                continue
+            entry.update({key: got.get("light")} if key else got)
+        found.append(entry)
     return found
 
 
