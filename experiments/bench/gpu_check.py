@@ -21,8 +21,9 @@ the section it cut:
    and its device jobs take the device when the tests leave it free. Its figure is a smoke
    test's, taken beside the tests; the side-by-side with KernelBench's flow (the `stock` arm) is
    the full benchmark's (docs/benchmarks.md, P2): on two candidates it would say little. (H200
-   runs 28-29: in the last phase, beside the two below, its ~35 s of device jobs were what left
-   the phase's ~180 s short);
+   runs 28-29: the last phase had ~180 s for ~220 s of device work, ~35 s of it this form's. In
+   run 17 it ran beside the tests together with the Ray sweep, and the tests were starved: the
+   sweep stays in the last phase);
 4. timing tests: the other `timing` tests (those that measure time, or use the GPU outside that
    lock) alone on the machine, with no build competing for the CPU;
 5. two sections side by side, each holding the device lock for its device work:

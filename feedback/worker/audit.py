@@ -60,6 +60,7 @@ _PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.system", "os.exec", "os.pos
                              "os.spawn", "os.fork", "os.forkpty"})
 _TRUSTED_STOPS = (os.path.join("torch", "utils", "cpp_extension.py"),
                   os.path.join("feedback", "fastbuild.py"), os.path.join("feedback", "fastbuild_pch.py"),
+                  os.path.join("feedback", "fastbuild_light.py"),
                   os.path.join("feedback", "fastbuild_prepare.py"), os.path.join("feedback", "sandbox.py"))
 _TRUSTED_PACKAGES = (os.sep + os.path.join("site-packages", "triton") + os.sep,
                      os.sep + os.path.join("torch", "_inductor") + os.sep)
