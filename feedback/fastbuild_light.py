@@ -88,6 +88,16 @@ def run_with_fallback(original: Callable[..., None], build_directory: str, *args
     return original(build_directory, *args, **kwargs)
 
 
+def went_light(extensions_dir: Path) -> bool | None:
+    """Whether the CUDA builds under `extensions_dir` were built light (False: one was built
+    stock after its light build failed; None: none was a candidate for it)."""
+    chosen = []
+    for record in Path(extensions_dir).glob(f"*/{RECORD}"):
+        with contextlib.suppress(OSError, ValueError):
+            chosen.append(bool(json.loads(record.read_text()).get("light")))
+    return all(chosen) if chosen else None
+
+
 def _record(path: Path, fingerprint: str | None, light: bool) -> None:
     with contextlib.suppress(OSError):
         path.write_text(json.dumps({"fingerprint": fingerprint, "light": light}))

@@ -278,6 +278,7 @@ def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
     from gpu_fixtures import gpu_fixtures
 
     from feedback.compile import compile_candidate, locate
+    from feedback.fastbuild_light import went_light
     from feedback.options import EvalOptions
     from problems.spec import select
 
@@ -299,13 +300,16 @@ def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
                 if tail is not None and left[0] <= jobs // 2:
                     tail.set()
         return {"problem": problem.id, "backend": backend, "status": outcome.status.value,
-                "seconds": round(outcome.seconds, 1), "cached": outcome.cached}
+                "seconds": round(outcome.seconds, 1), "cached": outcome.cached,
+                "light": went_light(locate(code, backend, options).extensions_dir)}
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         builds = list(pool.map(one, ordered))
     timeouts = [b for b in builds if b["status"] == "timeout"]
     return {"status": "failed" if timeouts else "passed", "fixtures": len(builds),
-            "builds": builds, "cold": sum(not b["cached"] for b in builds)}
+            "builds": builds, "cold": sum(not b["cached"] for b in builds),
+            "light": sum(b["light"] is True for b in builds),
+            "stock_after_light": sum(b["light"] is False for b in builds)}
 
 
 def first_per_extension(fixtures: list, options) -> list:
@@ -491,8 +495,9 @@ def render_markdown(summary: dict) -> str:
              f"- Command: `{summary['command']}`", ""]
     if "build" in s:
         b = s["build"]
-        built = (f"- Fixtures built first: {b.get('fixtures')} ({b.get('cold')} cold) in "
-                 f"{b.get('seconds', 0):.0f} s: {b['status']}.")
+        built = (f"- Fixtures built first: {b.get('fixtures')} ({b.get('cold')} cold; CUDA "
+                 f"sources built light: {b.get('light')}, stock after a failed light build: "
+                 f"{b.get('stock_after_light')}) in {b.get('seconds', 0):.0f} s: {b['status']}.")
         lines += [built, ""]
     rows = []
     for name in TEST_SECTIONS:

@@ -68,6 +68,13 @@ def test_a_failed_light_build_is_built_again_the_stock_way_and_remembered(tmp_pa
     assert len(seen) == 2 and seen[1] == ninja_file(tmp_path, light=False)
     assert json.loads((build / fastbuild_light.RECORD).read_text())["light"] is False
     assert fastbuild_light.flags_for(args) == []  # its later imports: the stock command line
+    assert fastbuild_light.went_light(tmp_path) is False
+
+
+def test_what_a_build_folder_says_about_light_builds(tmp_path):
+    assert fastbuild_light.went_light(tmp_path) is None  # no CUDA source asked for it
+    fastbuild_light.flags_for(arguments(tmp_path, "#include <torch/extension.h>\n" + KERNEL))
+    assert fastbuild_light.went_light(tmp_path) is True
 
 
 def test_a_stock_build_that_fails_fails_once_with_its_own_error(tmp_path):
@@ -129,6 +136,7 @@ def test_a_cuda_candidate_builds_light_and_one_that_needs_more_builds_stock(relu
         (build,) = [p.parent for p in paths.extensions_dir.glob("*/build.ninja")]
         assert json.loads((build / fastbuild_light.RECORD).read_text())["light"] is expected
         assert ("light_headers" in (build / "build.ninja").read_text()) is expected
+        assert fastbuild_light.went_light(paths.extensions_dir) is expected
         library = next(build.glob("*.so"))
         before = library.stat().st_mtime_ns
         assert _reimport(code, paths.extensions_dir, Path(fast_options.cache_dir), paths.arch) < 30
