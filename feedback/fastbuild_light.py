@@ -55,7 +55,7 @@ def flags_for(arguments: dict) -> list[str]:
     if not arguments.get("with_cuda"):
         return []
     sources = [Path(s) for s in arguments["sources"] if cpp_extension._is_cuda_file(str(s))]
-    texts = [s.read_text(errors="replace") for s in sources]
+    texts = [s.read_text(errors="replace") for s in sources if s.is_file()]  # a dry run has none
     if not any(_INCLUDES_EXTENSION.search(t) for t in texts):
         return []
     flags = [*(arguments.get("cuda_cflags") or []), "|", *(arguments.get("cuda_post_cflags") or [])]
@@ -65,6 +65,12 @@ def flags_for(arguments: dict) -> list[str]:
         prior = json.loads(record.read_text())
         if prior.get("fingerprint") == fingerprint:
             return flag() if prior.get("light") else []
+    ninja = Path(arguments["path"])
+    if not record.exists() and ninja.is_file() and " ".join(flag()) not in ninja.read_text():
+        # built here before light builds existed (a cache of an earlier version): keep its
+        # command lines, or ninja would rebuild it inside the next job that imports it
+        _record(record, fingerprint, False)
+        return []
     _record(record, fingerprint, True)
     return flag()
 

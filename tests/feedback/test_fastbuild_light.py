@@ -46,6 +46,15 @@ def test_a_build_keeps_its_choice_while_its_cuda_sources_and_flags_are_unchanged
     assert fastbuild_light.flags_for(changed) == fastbuild_light.flag()  # new flags: tried again
 
 
+def test_a_build_made_before_light_builds_existed_keeps_its_command_lines(tmp_path):
+    """A cache from an earlier version: its build.ninja has no light flag and no record sits
+    beside it; a light flag now would make ninja rebuild it inside the job that imports it."""
+    args = arguments(tmp_path, "#include <torch/extension.h>\n" + KERNEL)
+    (tmp_path / "ext" / "build.ninja").write_text(ninja_file(tmp_path, light=False))
+    assert fastbuild_light.flags_for(args) == []
+    assert fastbuild_light.flags_for(args) == []  # and so on, from its record
+
+
 def ninja_file(tmp_path, light: bool) -> str:
     extra = " " + " ".join(fastbuild_light.flag()) if light else ""
     return f"cuda_cflags = -O3\ncuda_post_cflags = --use_fast_math{extra}\nbuild cuda.cuda.o: cuda_compile cuda.cu\n"
