@@ -11,30 +11,35 @@ the section it cut:
    half the pool's slots are still building (a test that needs one of those last builds waits on
    its lock). While it builds, the device would be idle: beside it, the early tests, the GPU
    tests marked `beside_builds` (they need no build, and a busy host cannot make them pass:
-   lower bounds on time), alone on the device by its lock;
+   lower bounds on time), alone on the device by its lock; and, once a CUDA fixture has built
+   (the cache then has the precompiled headers), throughput: a short throughput batch
+   (`experiments.bench.throughput --short --arms framework`), its candidates built cold on a
+   cache of its own (the headers copied from the run's cache: a machine's one-time set-up,
+   outside the figure). Its figure is a smoke test's; the side-by-side with KernelBench's flow
+   (the `stock` arm) is the full benchmark's (docs/benchmarks.md, P2): on two candidates it
+   would say little. (H200 run 30: beside the tests, its device jobs came while the tests
+   wanted the device, and the tests took 252 s against 214 in run 29; during the build the
+   device is idle once the early tests end, ~50 s in, until the tests begin, ~120 s in);
 3. tests: the rest of the GPU suite (`pytest -m gpu`) but its `timing` tests, several files at a
    time (pytest-xdist, one file per worker) over the warm cache: the evaluator's device lock
-   keeps their timings apart. Beside them, throughput: a short throughput batch
-   (`experiments.bench.throughput --short --arms framework`): its candidates build cold, on a
-   cache of its own (the precompiled headers copied from the run's cache: a machine's one-time
-   set-up, outside the figure), on the cores the tests leave idle (they wait for the device),
-   and its device jobs take the device when the tests leave it free. Its figure is a smoke
-   test's, taken beside the tests; the side-by-side with KernelBench's flow (the `stock` arm) is
-   the full benchmark's (docs/benchmarks.md, P2): on two candidates it would say little. (H200
-   runs 28-29: the last phase had ~180 s for ~220 s of device work, ~35 s of it this form's. In
-   run 17 it ran beside the tests together with the Ray sweep, and the tests were starved: the
-   sweep stays in the last phase);
+   keeps their timings apart;
 4. timing tests: the other `timing` tests (those that measure time, or use the GPU outside that
-   lock) alone on the machine, with no build competing for the CPU;
-5. two sections side by side, each holding the device lock for its device work:
-   - stability: the timing-stability measurement, short form (`experiments.bench.timing_stability
-     --short`), with `STABILITY_COMPILES` C++ builds of its own alongside;
-   - ray: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`, into
-     `ray-sweep/`, emptied first: a sweep resumes; Ray's session logs into `ray-logs.tar.gz`),
-     passed only when it judged every kernel of its transcript
-     (all honest) `ok`; its kernels are fixtures, built by then. Not beside the tests (H200 runs
-     19 and 26: its device jobs queued behind eight test processes' and it judged nothing), nor
-     beside the build (run 26: its first kernel, the cache's first CUDA build, took 104 s).
+   lock) with no build competing for the CPU and nothing else on the device. Beside them the
+   Ray section starts: the Ray executor's GPU smoke sweep (`experiments/configs/ray_cuda_smoke.yaml`,
+   into `ray-sweep/`, emptied first: a sweep resumes; Ray's session logs into
+   `ray-logs.tar.gz`), passed only when it judged every kernel of its transcript (all honest)
+   `ok`; its kernels are fixtures, built by then. Ray's start (~15 s: Ray, then its GPU stage
+   worker) runs beside the timing tests, but not its device jobs: gpu-check holds the host's
+   device lock until the timing tests end (their own jobs lock a folder of their own). (Not
+   beside the tests, H200 runs 19 and 26: its device jobs queued behind eight test processes'
+   and it judged nothing; nor beside the build, run 26: its first kernel, the cache's first CUDA
+   build, took 104 s);
+5. stability, once the timing tests end, beside the rest of the Ray sweep: the timing-stability
+   measurement, short form (`experiments.bench.timing_stability --short --no-do-bench`), with
+   `STABILITY_COMPILES` C++ builds of its own alongside. Its agreement with do_bench and with
+   KernelBench's timing is the full form's (docs/benchmarks.md, P3): ~25 s of device time that
+   the last phase does not have (H200 run 30: the nine evaluations beside the Ray sweep took
+   the phase's 126 s; the sweep needed ~40 s more).
 
 It prints one table (test file -> passed / failed / seconds, then the other sections' figures) and
 writes into `--out`: `summary.json`, `summary.md` (a block ready for docs/gpu-validation.md),
@@ -64,13 +69,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = ("environment", "build", "early-tests", "tests", "timing-tests", "stability",
             "throughput", "ray")
-LIMITS_S = {"build": 150, "early-tests": 120, "ray": 200, "tests": 330, "timing-tests": 120,
+LIMITS_S = {"build": 150, "early-tests": 120, "ray": 260, "tests": 330, "timing-tests": 120,
             "stability": 200, "throughput": 220}  # caps; the whole run stops at --budget-s
 TEST_SECTIONS = ("early-tests", "tests", "timing-tests")
 STABILITY_COMPILES = 6
@@ -111,8 +116,8 @@ class Check:
             print(f"[gpu-check] {name}: {result.get('status')} in "
                   f"{result.get('seconds', 0):.0f} s", flush=True)
 
-    def run(self, name: str, argv: list[str], limit_s: float,
-            stacks: bool = False) -> tuple[int | None, float]:
+    def run(self, name: str, argv: list[str], limit_s: float, stacks: bool = False,
+            env: dict[str, str] | None = None) -> tuple[int | None, float]:
         """Run one command with its output appended to NAME.log in the run's folder; None as the
         exit code when it ran past its limit (killed with
         its process group and every process it started; the evaluator workers of a section that
@@ -120,13 +125,14 @@ class Check:
         `stacks`, before that kill each of its Python processes is asked for its threads' stacks
         (SIGABRT under PYTHONFAULTHANDLER, no core files; `STACKS_S` to write them, the
         command's own into NAME.log), so a section cut at its limit says where it was. (Not for
-        the test sections: their evaluator workers' crash messages are what the tests check.)"""
+        the test sections: their evaluator workers' crash messages are what the tests check.)
+        `env`: variables of this command only, over the run's."""
         timeout = max(1.0, min(limit_s, self.left()))
         start = time.monotonic()
         with (self.out / f"{name}.log").open("a") as out:
             out.write(f"\n===== {name}: {' '.join(argv)} (limit {timeout:.0f} s)\n")
             out.flush()
-            env = {**self.env, "PYTHONFAULTHANDLER": "1"} if stacks else self.env
+            env = {**self.env, **(env or {}), **({"PYTHONFAULTHANDLER": "1"} if stacks else {})}
             proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
@@ -266,9 +272,12 @@ def _first_line(argv: list[str], first: bool) -> str | None:
     return (lines[0] if first else lines[-1]) if lines else None
 
 
-def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
-    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache. `tail`
-    is set once at most `jobs // 2` builds are left (none waiting for a slot): the tests may start
+def build(check: Check, jobs: int, tail: threading.Event | None = None,
+          headers: threading.Event | None = None) -> dict:
+    """Every fixture of the GPU tests, `jobs` builds at a time, into the run's one cache.
+    `headers` is set once a CUDA fixture has built (the cache then holds the precompiled headers
+    a CUDA build makes first), `tail` once at most `jobs // 2` builds are left (none waiting for
+    a slot): the tests may start
     beside those (H200, run 10: 37 of 40 fixtures built in 42 s, the last three, which parse
     torch's headers in nvcc, took 95-98 s); a test that needs one of them waits on its lock.
     (The tests beside the whole build, H200 run 22: the test processes raced the pool to the
@@ -294,6 +303,8 @@ def build(check: Check, jobs: int, tail: threading.Event | None = None) -> dict:
         try:
             problem = select(spec).problems[0] if isinstance(spec, str) else spec
             outcome = compile_candidate(problem, code, backend, options)
+            if headers is not None and backend == "cuda" and outcome.status.value == "ok":
+                headers.set()
         finally:
             with counting:
                 left[0] -= 1
@@ -353,8 +364,11 @@ def gpu_test_files() -> list[str]:
 
 
 def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
-          select: list[str] | None = None) -> dict:
+          select: list[str] | None = None, locks: Path | None = None) -> dict:
+    """One test phase. `locks`: a device-lock folder of its own (`KERNEL_REFINE_LOCKS`), for a
+    phase whose evaluator jobs must not wait for the host's lock while gpu-check holds it."""
     from experiments.bench import testlog
+    from feedback.evaluate import LOCKS_ENV
 
     log, joblog = check.out / f"testlog-{name}.jsonl", check.out / f"joblog-{name}.jsonl"
     log.unlink(missing_ok=True)
@@ -365,8 +379,9 @@ def tests(check: Check, name: str, marker: str, workers: int, cache: Path,
     if workers > 1 and xdist_available():
         argv[4:4] = ["-n", str(workers), "--dist", "loadfile"]
     started = time.time()
-    check.env["KERNEL_REFINE_TESTLOG"], check.env["KERNEL_REFINE_JOBLOG"] = str(log), str(joblog)
-    code, _ = check.run(name, argv, LIMITS_S[name])
+    env = {"KERNEL_REFINE_TESTLOG": str(log), "KERNEL_REFINE_JOBLOG": str(joblog),
+           **({LOCKS_ENV: str(locks)} if locks is not None else {})}
+    code, _ = check.run(name, argv, LIMITS_S[name], env=env)
     files, failures, unfinished = testlog.read(log)
     passed = sum(r["passed"] for r in files.values())
     failed = sum(r["failed"] for r in files.values())
@@ -535,7 +550,7 @@ def render_markdown(summary: dict) -> str:
                          f"evaluations, spread {k['spread_pct']}%, do_bench {k['do_bench_ms']} ms")
     if "throughput" in s:
         t = s["throughput"]
-        lines.append(f"- Throughput (short form, beside the tests): {t['status']}, "
+        lines.append(f"- Throughput (short form, beside the build): {t['status']}, "
                      f"{t.get('candidates')} candidates "
                      f"of {t.get('problems')} problems: framework {t.get('framework_per_hour')}/h, "
                      f"KernelBench's flow {t.get('kernelbench_per_hour')}/h, build median "
@@ -598,13 +613,10 @@ def run_section(check: Check, skip: list[str], name: str, fn: Callable[[], dict]
     check.record(name, result)
 
 
-def beside(check: Check, skip: list[str], sections: dict[str, Callable[[], dict]]) -> None:
-    """Run these sections at the same time (each recorded as it ends), then, where one was
-    killed at its limit, the evaluator workers it left behind."""
-    with ThreadPoolExecutor(len(sections)) as pool:
-        for done in [pool.submit(run_section, check, skip, n, fn) for n, fn in sections.items()]:
-            done.result()
-    check.kill_strays()
+def wait_for(event: threading.Event, section: Future) -> None:
+    """Until `event` is set or `section` (the one that sets it) has ended however it ended."""
+    while not (event.wait(1) or section.done()):
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -634,45 +646,52 @@ def main(argv: list[str] | None = None) -> int:
     check = Check(args.out, args.budget_s, dict(os.environ))
     py = sys.executable
 
-    def section(name: str, fn: Callable[[], dict]) -> None:
-        beside(check, args.skip, {name: fn})
-
-    section("environment", lambda: environment(check))
-    tail = threading.Event()
+    run_section(check, args.skip, "environment", lambda: environment(check))
+    tail, headers = threading.Event(), threading.Event()
     stability_json, throughput_json = args.out / "stability.json", args.out / "throughput.json"
     with ThreadPoolExecutor(3) as early:
         # while the fixtures build the device would be idle: the tests that need no build and
-        # that a busy host cannot make pass run there
+        # that a busy host cannot make pass run there, and the throughput form
         started = [early.submit(run_section, check, args.skip, "build",
-                                lambda: build(check, args.build_jobs, tail)),
+                                lambda: build(check, args.build_jobs, tail, headers)),
                    early.submit(run_section, check, args.skip, "early-tests",
                                 lambda: tests(check, "early-tests", "gpu and beside_builds", 1,
                                               cache, args.tests))]
-        while not (tail.wait(1) or started[0].done()):
-            pass
-        started.append(early.submit(  # its cold builds on the cores the tests leave idle
+        wait_for(headers, started[0])
+        started.append(early.submit(  # its candidates build with the headers the build made
             run_section, check, args.skip, "throughput", lambda: bench(
                 check, "throughput", [py, "-m", "experiments.bench.throughput", "--short",
                                       "--arms", "framework", "--pch-from", str(cache),
                                       "--out", str(throughput_json)],
                 throughput_json, throughput_figures)))
+        wait_for(tail, started[0])
         run_section(check, args.skip, "tests",  # beside the build's last few
                     lambda: tests(check, "tests", "gpu and not timing and not beside_builds",
                                   args.test_workers, cache, args.tests))
         for done in started:
             done.result()
     check.kill_strays()
-    section("timing-tests", lambda: tests(check, "timing-tests",
-                                          "gpu and timing and not beside_builds", 1, cache,
-                                          args.tests))
     runs = args.out / "ray-sweep"  # its run store and run.log come back with the rest
     shutil.rmtree(runs, ignore_errors=True)  # a sweep resumes: start empty
-    beside(check, args.skip, {
-        "stability": lambda: bench(
+    from feedback.cache import locked
+    from feedback.evaluate import device_lock
+    from feedback.options import EvalOptions
+
+    with ThreadPoolExecutor(1) as side, tempfile.TemporaryDirectory(prefix="kr-locks-") as own:
+        # the sweep starts Ray while the timing tests run; gpu-check holds the host's device
+        # lock until they end (their jobs lock a folder of their own), so its device jobs wait
+        with locked(device_lock(EvalOptions(device="cuda:0"))):
+            ray = side.submit(run_section, check, args.skip, "ray",
+                              lambda: ray_section(check, py, runs))
+            run_section(check, args.skip, "timing-tests", lambda: tests(
+                check, "timing-tests", "gpu and timing and not beside_builds", 1, cache,
+                args.tests, locks=Path(own)))
+        run_section(check, args.skip, "stability", lambda: bench(
             check, "stability", [py, "-m", "experiments.bench.timing_stability", "--short",
-                                 "--compiles", str(STABILITY_COMPILES),
-                                 "--out", str(stability_json)], stability_json, stability_figures),
-        "ray": lambda: ray_section(check, py, runs)})
+                                 "--no-do-bench", "--compiles", str(STABILITY_COMPILES),
+                                 "--out", str(stability_json)], stability_json, stability_figures))
+        ray.result()
+    check.kill_strays()
     print_table(check.summary)
     bad = [k for k, v in check.summary["sections"].items() if v.get("status") != "passed"]
     return 1 if bad else 0

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from experiments.bench import gpu_check, testlog
@@ -148,9 +149,14 @@ def test_a_section_killed_at_its_limit_takes_what_it_started_and_then_the_strays
     try:
         check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
         check.worker_marker = marker.encode()
-        gpu_check.beside(check, [], {"slow": lambda: {
-            "status": "timeout" if check.run("slow", [sys.executable, "-c", spawn], 2.0)[0] is None
-            else "passed"}, "quick": lambda: {"status": "passed"}})
+        with ThreadPoolExecutor(2) as pool:  # side by side, as gpu-check runs its sections
+            for done in [pool.submit(gpu_check.run_section, check, [], "slow", lambda: {
+                    "status": "timeout" if check.run("slow", [sys.executable, "-c", spawn],
+                                                     2.0)[0] is None else "passed"}),
+                         pool.submit(gpu_check.run_section, check, [], "quick",
+                                     lambda: {"status": "passed"})]:
+                done.result()
+        check.kill_strays()
         assert check.summary["sections"]["slow"]["status"] == "timeout"
         assert check.summary["sections"]["quick"]["status"] == "passed"
         assert "(and 1 of its processes left running)" in (tmp_path / "slow.log").read_text()
@@ -158,7 +164,8 @@ def test_a_section_killed_at_its_limit_takes_what_it_started_and_then_the_strays
         assert stray.wait(timeout=10) == -9
         survivor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", marker],
                                     start_new_session=True)
-        gpu_check.beside(check, [], {"quick": lambda: {"status": "passed"}})
+        gpu_check.run_section(check, [], "quick", lambda: {"status": "passed"})
+        check.kill_strays()
         assert survivor.poll() is None  # no section was killed: nothing is a stray
         survivor.kill()
         assert bystander.poll() is None  # neither started by it nor a worker: left alone
@@ -276,3 +283,49 @@ def test_builds_whose_nvcc_parses_torch_headers_go_first(tmp_path):
                 ("p", "import triton", "triton")]
     ordered = gpu_check.first_per_extension(fixtures, options)
     assert [code for _, code, _ in ordered] == [heavy, light, "import triton", light + "\n# again"]
+
+
+LOCK_SAMPLE = '''
+import threading
+
+import pytest
+
+from feedback.cache import locked
+from feedback.evaluate import device_lock
+from feedback.options import EvalOptions
+
+@pytest.mark.gpu
+@pytest.mark.timing
+def test_takes_the_device_lock():
+    got = threading.Event()
+
+    def take():
+        with locked(device_lock(EvalOptions(device="cuda:0"))):
+            got.set()
+    threading.Thread(target=take, daemon=True).start()
+    assert got.wait(20), "waited for the host's device lock"
+'''
+
+
+def test_the_timing_tests_lock_a_folder_of_their_own_while_gpu_check_holds_the_hosts(
+        tmp_path, monkeypatch):
+    """gpu-check holds the host's device lock while the timing tests run, so the Ray sweep
+    started beside them keeps off the device; the tests' own jobs must not wait for it."""
+    from feedback.cache import locked
+    from feedback.evaluate import LOCKS_ENV, device_lock
+    from feedback.options import EvalOptions
+
+    (tmp_path / "test_lock_sample.py").write_text(LOCK_SAMPLE)
+    monkeypatch.setenv(LOCKS_ENV, str(tmp_path / "host"))
+    check = gpu_check.Check(tmp_path / "out", budget_s=200,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    check.out.mkdir()
+    sample = [str(tmp_path / "test_lock_sample.py")]
+    with locked(device_lock(EvalOptions(device="cuda:0"))):
+        own = gpu_check.tests(check, "timing-tests", "gpu and timing", 1, tmp_path, sample,
+                              locks=tmp_path / "own")
+        assert check.env[LOCKS_ENV] == str(tmp_path / "host")  # the folder is that phase's only
+        held = gpu_check.tests(check, "tests", "gpu and timing", 1, tmp_path, sample)
+    assert own["summary"] == "1 passed, 0 failed", own
+    assert held["summary"] == "0 passed, 1 failed", held  # without a folder of its own: it waits
+    assert "waited for the host's device lock" in held["failures"][0]["message"]
