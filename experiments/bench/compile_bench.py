@@ -11,6 +11,9 @@ recorded, since CPU seconds hardly move when other work shares the machine. Befo
 builds, one accelerated build per candidate creates its precompiled header (a one-off per flag
 set, reported as `pch_setup`).
 
+The JSON is written after every build (`complete` false until the last), so a run cut by a
+time limit keeps the builds that finished.
+
 Stock = torch as installed, in this environment (if ccache is on PATH, torch uses it: the JSON
 says so). Where no GPU is visible, CUDA builds of both arms need `--arch` (torch cannot detect one).
 """
@@ -25,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from experiments.bench.child import run_build_child
@@ -33,25 +37,42 @@ CANDIDATES = Path(__file__).parent / "candidates"
 
 
 def measure(backend: str, candidates: list[Path], *, repeats: int, cache_dir: Path,
-            arch: str | None, ccache: str, jobs: int | None, stock_arch: str | None) -> dict:
-    """Every build of the benchmark, as plain data (see the module docstring)."""
+            arch: str | None, ccache: str, jobs: int | None, stock_arch: str | None,
+            progress: Callable[[dict, str], None] | None = None) -> dict:
+    """Every build of the benchmark, as plain data (see the module docstring); `progress` gets
+    the record so far (`complete` false) and a line after each build, so a run cut by a time
+    limit keeps every build that finished."""
     fast = {"cache_dir": str(cache_dir), "arch": arch, "ccache": ccache, "jobs": jobs}
-    runs: list[dict] = []
+    record: dict = {"backend": backend, "machine": _machine(), "settings": fast,
+                    "stock_arch": stock_arch, "complete": False, "pch_setup": [], "runs": [],
+                    "summary": summarize([])}
+
+    def done(line: str) -> None:
+        record["summary"] = summarize(record["runs"])
+        if progress is not None:
+            progress(record, line)
     with tempfile.TemporaryDirectory(prefix="kr-bench-") as tmp:
         work = Path(tmp)
-        setup = [dict(run_build_child(c, work / f"setup{i}", fast, stock_arch), candidate=c.name)
-                 for i, c in enumerate(candidates)]
+        for i, c in enumerate(candidates):
+            record["pch_setup"].append(dict(run_build_child(c, work / f"setup{i}", fast,
+                                                            stock_arch), candidate=c.name))
+            done(f"setup {c.name}: {_took(record['pch_setup'][-1])}")
         for r in range(repeats):
             for i, candidate in enumerate(candidates):
                 for arm, settings in (("stock", None), ("fast", fast)):
                     ext = work / f"{arm}-{r}-{i}"
                     cold = run_build_child(candidate, ext, settings, stock_arch)
                     hit = run_build_child(candidate, ext, settings, stock_arch)
-                    runs.append({"candidate": candidate.name, "arm": arm, "repeat": r,
-                                 "cold": cold, "hit": hit})
-    return {"backend": backend, "machine": _machine(), "settings": fast,
-            "stock_arch": stock_arch, "pch_setup": setup, "runs": runs,
-            "summary": summarize(runs)}
+                    record["runs"].append({"candidate": candidate.name, "arm": arm, "repeat": r,
+                                           "cold": cold, "hit": hit})
+                    done(f"{arm} {candidate.name}: cold {_took(cold)}, unchanged {_took(hit)}")
+    record["complete"] = True
+    return record
+
+
+def _took(build: dict) -> str:
+    return (f"{build['wall_s']:.1f} s wall, {build['cpu_s']:.1f} CPU s" if build.get("ok")
+            else "failed")
 
 
 def summarize(runs: list[dict]) -> dict[str, dict[str, float | int | None]]:
@@ -136,11 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kr-bench-cache-") as fresh:
         cache = args.cache or Path(fresh)
         start = time.monotonic()
+        command = " ".join(["python -m experiments.bench.compile_bench", *(argv or sys.argv[1:])])
+
+        def write(record: dict, line: str = "") -> None:
+            record.update(command=command, total_s=round(time.monotonic() - start, 1))
+            args.out.write_text(json.dumps(record, indent=1))
+            if line:
+                print(line, flush=True)
         result = measure(args.backend, candidates, repeats=args.repeats, cache_dir=cache,
-                         arch=args.arch, ccache=args.ccache, jobs=args.jobs, stock_arch=stock_arch)
-    result["command"] = " ".join(["python -m experiments.bench.compile_bench", *(argv or sys.argv[1:])])
-    result["total_s"] = round(time.monotonic() - start, 1)
-    args.out.write_text(json.dumps(result, indent=1))
+                         arch=args.arch, ccache=args.ccache, jobs=args.jobs, stock_arch=stock_arch,
+                         progress=write)
+    write(result)
     print(markdown(result))
     print(f"\nwrote {args.out}")
     return 0
