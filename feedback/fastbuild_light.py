@@ -94,13 +94,18 @@ def run_with_fallback(original: Callable[..., None], build_directory: str, *args
     return original(build_directory, *args, **kwargs)
 
 
+def chose(build_directory: Path) -> bool | None:
+    """Whether this build's CUDA sources were built light, from its record (None: none)."""
+    with contextlib.suppress(OSError, ValueError):
+        return bool(json.loads((Path(build_directory) / RECORD).read_text()).get("light"))
+    return None
+
+
 def went_light(extensions_dir: Path) -> bool | None:
     """Whether the CUDA builds under `extensions_dir` were built light (False: one was built
     stock after its light build failed; None: none was a candidate for it)."""
-    chosen = []
-    for record in Path(extensions_dir).glob(f"*/{RECORD}"):
-        with contextlib.suppress(OSError, ValueError):
-            chosen.append(bool(json.loads(record.read_text()).get("light")))
+    chosen = [c for r in Path(extensions_dir).glob(f"*/{RECORD}")
+              if (c := chose(r.parent)) is not None]
     return all(chosen) if chosen else None
 
 

@@ -153,19 +153,18 @@ def _child(spec: dict) -> dict:
 
 def _decisions(ext: Path) -> list[dict]:
     """What fastbuild decided for each build directory (its PCH: kr_fastbuild.json; its CUDA
-    sources light or stock: kr_fastbuild_cuda.json), if anything."""
-    from feedback.fastbuild_light import RECORD
+    sources light or stock: fastbuild_light's record), if anything."""
+    from feedback.fastbuild_light import RECORD, chose
 
     found = []
     for build in sorted({p.parent for p in (*ext.glob("*/kr_fastbuild.json"), *ext.glob(f"*/{RECORD}"))}):
         entry: dict = {"dir": build.name}
-        for name, key in (("kr_fastbuild.json", None), (RECORD, "light")):
-            try:
-                got = json.loads((build / name).read_text())
-            except (OSError, ValueError):
-                continue
-            entry.update({key: got.get("light")} if key else got)
-        found.append(entry)
+        with contextlib.suppress(OSError, ValueError):
+            entry.update(json.loads((build / "kr_fastbuild.json").read_text()))
+        if (light := chose(build)) is not None:
+            entry["light"] = light
+        if len(entry) > 1:  # an unreadable record says nothing
+            found.append(entry)
     return found
 
 
