@@ -174,22 +174,31 @@ STACKS_S = 3.0
 
 def ask_for_stacks(pids: list[int]) -> None:
     """SIGABRT each Python process of `pids` (under PYTHONFAULTHANDLER it writes every thread's
-    stack to its stderr, then dies, without a core file) and give them `STACKS_S` to do so.
+    stack to its stderr, then dies, without a core file), one at a time, each once the one before
+    has died, so stacks written to one log do not interleave (CI: a parent's and its child's
+    lines were mixed mid-line); `STACKS_S` for all of them.
     Python by its executable: Ray renames its workers' command lines (`ray::StageWorker.run`)."""
     import resource
 
-    asked = 0
+    deadline = time.monotonic() + STACKS_S
     for pid in pids:
         try:
             if "python" not in os.path.basename(os.readlink(f"/proc/{pid}/exe")):
                 continue
             resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
             os.kill(pid, 6)
-            asked += 1
         except OSError:
             continue
-    if asked:
-        time.sleep(STACKS_S)
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is still a live process (a zombie has written all it will)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def kill_workers(marker: bytes = b"feedback.worker") -> int:
