@@ -28,10 +28,10 @@ def pytest_configure(config):
     global _WORKER
     _WORKER = hasattr(config, "workerinput")
     if os.environ.get("KERNEL_REFINE_JOBLOG"):
-        _trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
+        trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
 
 
-def _trace_jobs(path: str) -> None:
+def trace_jobs(path: str) -> None:
     """Wrap the evaluator's job launch and device lock to log each job's wait and hold."""
     from feedback import job
 

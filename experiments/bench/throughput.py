@@ -95,7 +95,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
     (and ray.init) timed separately."""
     from feedback import fastbuild
-    from feedback.evaluate import evaluate_many
+    from feedback.evaluate import iter_evaluate
     from feedback.options import EvalOptions
     from problems.loaders import load_file
 
@@ -118,8 +118,11 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
         extra["ray_init_s"] = round(time.monotonic() - start, 1)
         devices = [args.device] * evaluator.admission(args.backend).device_slots
     start = time.monotonic()
+    results: list = [None] * len(items)
     try:
-        results = evaluate_many(items, options, devices, args.compile_workers, evaluator)
+        for i, r in iter_evaluate(items, options, devices, args.compile_workers, evaluator):
+            results[i] = r
+            progress(args, executor, start, candidates[i]["file"].name, r)
     finally:
         if evaluator is not None:
             evaluator.close()
@@ -137,6 +140,19 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
             "stage_s": {s: _stats([r["stage_seconds"].get(s) for r in rows]) for s in stages}}
 
 
+def progress(args: argparse.Namespace, arm: str, start: float, name: str, result) -> None:
+    """One line per finished candidate, printed and appended to `<out>.progress.jsonl`: a run cut
+    at a time limit still says what finished, when, and where each candidate's time went."""
+    row = {"arm": "framework" if arm == "local" else arm,
+           "at_s": round(time.monotonic() - start, 1), "file": name,
+           "status": result.status.value, "stage": result.stage,
+           "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()}}
+    print(f"[{row['arm']} {row['at_s']:7.1f}s] {name}: {row['status']} "
+          + " ".join(f"{k} {v:.1f}" for k, v in row["stage_seconds"].items()), flush=True)
+    with open(args.out.with_suffix(".progress.jsonl"), "a") as log:
+        log.write(json.dumps(row) + "\n")
+
+
 def stock_arm(candidates: list[dict], args: argparse.Namespace) -> dict:
     """Stock builds in a pool of fresh processes, then one fresh process per evaluation."""
     start = time.monotonic()
@@ -146,10 +162,17 @@ def stock_arm(candidates: list[dict], args: argparse.Namespace) -> dict:
             builds = list(pool.map(lambda ce: run_build_child(ce[0]["file"], ce[1], None, args.arch),
                                    zip(candidates, exts)))
         compiled = time.monotonic() - start
-        evals = [run_stock_eval_child(c["file"], c["problem"], ext_dir=ext, size=args.size,
-                                      device=args.device, correct_trials=args.correct_trials,
-                                      timing_trials=args.timing_trials, arch=args.arch)
-                 if b["ok"] else None for c, ext, b in zip(candidates, exts, builds)]
+        print(f"[stock {compiled:7.1f}s] builds done: {sum(b['ok'] for b in builds)} of "
+              f"{len(builds)} built", flush=True)
+        evals = []
+        for c, ext, b in zip(candidates, exts, builds):
+            evals.append(run_stock_eval_child(
+                c["file"], c["problem"], ext_dir=ext, size=args.size, device=args.device,
+                correct_trials=args.correct_trials, timing_trials=args.timing_trials,
+                arch=args.arch) if b["ok"] else None)
+            print(f"[stock {time.monotonic() - start:7.1f}s] {c['file'].name}: "
+                  f"{'correct' if evals[-1] and evals[-1].get('correct') else 'not correct'}",
+                  flush=True)
     wall = time.monotonic() - start
     rows = []
     for c, b, e in zip(candidates, builds, evals):
@@ -245,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
                     "command": " ".join(["python -m experiments.bench.throughput",
                                          *(argv if argv is not None else sys.argv[1:])]),
                     "cpus": os.cpu_count()}
+    if os.environ.get("KERNEL_REFINE_JOBLOG"):  # each device job's wait and hold, as it ends
+        from experiments.bench.testlog import trace_jobs
+
+        trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
     for arm in arms:  # framework first, each on a cold cache of its own
         with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
             result[arm] = (stock_arm(candidates, args) if arm == "stock" else

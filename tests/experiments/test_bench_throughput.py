@@ -78,3 +78,29 @@ def test_arms_of_separate_calls_merge_into_one_record(result):
     other = {**ray_call, "ray": {**result["ray"], "rows": result["ray"]["rows"][:1]}}
     with pytest.raises(ValueError, match="other candidates"):
         merge([local_call, other])
+
+
+def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_path, capsys):
+    """A run cut at the device tool's limit still leaves what finished, in order."""
+    import argparse
+    import json
+    import time
+
+    from experiments.bench.throughput import progress
+    from feedback.result import EvalResult, Status
+
+    args = argparse.Namespace(out=tmp_path / "tp.json")
+    start = time.monotonic()
+    for name, status, stages in (("a.py", Status.ok, {"compile": 31.25, "timing": 2.0}),
+                                 ("b.py", Status.compile_error, {"compile": 12.0})):
+        result = EvalResult(status=status, backend="cuda", problem_id="p", code_hash="h",
+                            stage=None if status == Status.ok else "compile",
+                            stage_seconds=stages)
+        progress(args, "local", start, name, result)
+    rows = [json.loads(line) for line in (tmp_path / "tp.progress.jsonl").read_text().splitlines()]
+    assert [(r["arm"], r["file"], r["status"]) for r in rows] == [
+        ("framework", "a.py", "ok"), ("framework", "b.py", "compile_error")]
+    assert rows[0]["stage_seconds"] == {"compile": 31.25, "timing": 2.0}
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].endswith("a.py: ok compile 31.2 timing 2.0")
+    assert "b.py: compile_error compile 12.0" in printed[1]
