@@ -159,7 +159,8 @@ def run_time(job: WorkerJob) -> TimingResult:
     least = sampling.min_trials(opts, h.device.type)
     guard = TimingGuard(h, policy, 0, least) if job.role == "candidate" else None
     sampler = Sampler(job, h, program, clock, guard)
-    handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
+    with phases.timed("handoff"):
+        handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
     pinned = pinning.pin(job.cores)
     clock.settle(opts.settle_ms)
     clocks_mhz = [clock.sm_clock_mhz()]
@@ -245,8 +246,9 @@ def run_time(job: WorkerJob) -> TimingResult:
     result = TimingResult(stats, stats.noise, notes)
     if job.role == "eager":
         k = a.last[-1]
-        result.flops = cost.count_flops(h.reference, a.buffers[k])
-        result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
+        with phases.timed("cost"):
+            result.flops = cost.count_flops(h.reference, a.buffers[k])
+            result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
     return result
 
 
@@ -279,10 +281,11 @@ def _program(h: Harness, job: WorkerJob):
 def _compiled(h: Harness, mode: str) -> Any:
     """torch.compile of the reference, compiled here by one untimed call."""
     try:
-        model = torch.compile(h.reference, mode=mode)
-        with torch.no_grad():
-            model(*inputs.make_inputs(h.problem, h.device))
-        devices.synchronize(h.device)
+        with phases.timed("compile"):
+            model = torch.compile(h.reference, mode=mode)
+            with torch.no_grad():
+                model(*inputs.make_inputs(h.problem, h.device))
+            devices.synchronize(h.device)
         return model
     except Exception as exc:
         raise JobFailure(Status.runtime_error, format_exception(
