@@ -129,9 +129,10 @@ def _worker_argv(channel_fd: int, pipes: tuple[int, int] | None = None) -> list[
     return [*worker_entry(), "--channel", str(channel_fd), *standby]
 
 
-READY, PREPARED = b"R", b"P"
+READY, SHARED, PREPARED = b"R", b"S", b"P"
 """What a standby worker writes on its signal pipe: its imports are done; (a `prepares_shared`
-job) it is prepared and waits for the device to itself."""
+job) its set-up that needs no device is done and it waits for the device shared; it is prepared
+and waits for the device to itself."""
 
 
 def prepares_shared(kind: str, role: str, compile_mode: str = "default") -> bool:
@@ -276,21 +277,31 @@ class _Standby:
         return self._finish(job, spec, self._deliver(job))
 
     def run_prepared_shared(self, job: WorkerJob, spec: _Spec, lock: Path) -> JobRun:
-        """A `prepares_shared` job: delivered holding `lock` shared, which it holds alone from the
-        worker's word that it is prepared to its end. The wait for the lock in between does not
+        """A `prepares_shared` job: delivered without `lock`; from the worker's word that its
+        set-up that needs no device is done (torch.compile's imports: 3-4 s) it holds the lock
+        shared, from its word that it is prepared alone, to its end. The waits for the lock do not
         count against the job's time limit (the worker does nothing meanwhile)."""
+        since = self._deliver(job)
+        if self._signal(spec.timeout_s, spec.memory_mb) != SHARED:
+            return self._finish(job, spec, since)  # it ended or ran out of time: its outcome says
+        asked = time.monotonic()
         with locked(lock, shared=True):
-            since = self._deliver(job)
+            since = self._go(since, asked)
             prepared = self._signal(spec.timeout_s - (time.monotonic() - since),
                                     spec.memory_mb) == PREPARED
-        if not prepared:  # it ended (or ran out of time) while preparing: its outcome says how
+        if not prepared:
             return self._finish(job, spec, since)
         asked = time.monotonic()
         with locked(lock):
-            since += time.monotonic() - asked
-            with contextlib.suppress(OSError):
-                os.write(self.go_fd, b"1")
+            since = self._go(since, asked)
             return self._finish(job, spec, since)
+
+    def _go(self, since: float, asked: float) -> float:
+        """Tell the worker to go on, now that the lock asked for at `asked` is held; `since` moved
+        on by that wait."""
+        with contextlib.suppress(OSError):
+            os.write(self.go_fd, b"1")
+        return since + time.monotonic() - asked
 
     def _deliver(self, job: WorkerJob) -> float:
         assert isinstance(self.child, Started)

@@ -2,19 +2,21 @@
 
 A standby worker is started with two pipes besides its channel (feedback/job.py, `_Standby`): it
 writes `READY` on its signal pipe once its imports are done. A time job of a reference
-(`prepares_shared`: no candidate code ever runs in its process) then prepares while the parent
-holds the device's lock shared (problem, reference, CUDA, torch.compile's compile) and, just
-before its timed part, writes `PREPARED` and waits for the parent's byte on the go pipe, which
-comes once the parent holds the lock alone. Any other job has both pipes closed before it starts.
-Without the pipes (a job run in-process, a worker started without standby) `exclusive` returns at
-once: that job holds the device alone throughout.
+(`prepares_shared`: no candidate code ever runs in its process) is then delivered without the
+device's lock: it does what needs no device (torch.compile's imports), writes `SHARED` and waits
+for the parent's byte on the go pipe, which comes once the parent holds the lock shared; it
+prepares so (problem, reference, CUDA, torch.compile's compile) and, just before its timed part,
+writes `PREPARED` and waits for the next byte, which comes once the parent holds the lock alone.
+Any other job has both pipes closed before it starts. Without the pipes (a job run in-process, a
+worker started without standby) `shared` and `exclusive` return at once: that job holds the device
+alone throughout.
 """
 
 from __future__ import annotations
 
 import os
 
-from feedback.job import PREPARED, prepares_shared
+from feedback.job import PREPARED, SHARED, prepares_shared
 
 _PIPES: list[tuple[int, int]] = []
 
@@ -33,6 +35,18 @@ def attach(raw: dict, signal_fd: int, go_fd: int) -> None:
             pass
 
 
+def shared() -> None:
+    """Block until the parent holds the device shared for this job (at once without the pipes)."""
+    if not _PIPES:
+        return
+    signal_fd, go_fd = _PIPES[-1]
+    try:
+        os.write(signal_fd, SHARED)
+        os.read(go_fd, 1)  # b"" when the parent is gone: then no one reads the report either
+    except OSError:
+        pass
+
+
 def exclusive() -> None:
     """Block until the parent holds the device alone for this job (at once without the pipes)."""
     if not _PIPES:
@@ -40,7 +54,7 @@ def exclusive() -> None:
     signal_fd, go_fd = _PIPES.pop()
     try:
         os.write(signal_fd, PREPARED)
-        os.read(go_fd, 1)  # b"" when the parent is gone: then no one reads the report either
+        os.read(go_fd, 1)
     except OSError:
         pass
     finally:

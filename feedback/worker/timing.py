@@ -151,6 +151,12 @@ class Sampler:
 
 def run_time(job: WorkerJob) -> TimingResult:
     policy, opts = job.options.tolerance, job.options
+    if job.role == "compiled":
+        with phases.timed("imports"):  # before the device is held at all (handoff.py)
+            import torch._dynamo
+            import torch._inductor.compile_fx  # noqa: F401
+    with phases.timed("shared_wait"):
+        handoff.shared()
     threads = opts.cpu_threads if job.backend == "cpp" else None
     h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
                 with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)

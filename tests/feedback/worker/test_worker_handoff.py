@@ -21,3 +21,33 @@ def test_a_reference_prepares_shared_and_times_alone(relu, fast_options, holds):
         assert run.report.timing is not None and run.report.timing.median_ms > 0
     assert [h["shared"] for h in holds] == [False, True, False]
     assert holds[1]["left"] <= holds[2]["got"]
+
+
+def test_a_reference_is_delivered_before_the_device_is_held(relu, fast_options, holds):
+    """Its set-up that needs no device (torch.compile's imports, for the compiled role) runs
+    while another job holds the device: it waits for the lock only once that is done, and the
+    wait is its `shared_wait` phase, not part of its time limit."""
+    import threading
+    import time
+
+    from feedback.cache import locked
+    from feedback.evaluate import device_lock
+
+    options = fast_options.model_copy(update={"timing_trials": 5})
+    held, busy = threading.Event(), 3.0
+
+    def other_job():
+        with locked(device_lock(options, gpu=False)):
+            held.set()
+            time.sleep(busy)
+
+    with job.standby_workers(cpu=True):
+        _run("time", "eager", relu, "cpp", options, None)  # starts the standby worker
+        thread = threading.Thread(target=other_job)
+        thread.start()
+        held.wait()
+        run = _run("time", "eager", relu, "cpp", options, None)
+        thread.join()
+    assert run.trusted and run.report.status == Status.ok, run.report.message
+    assert run.report.phases["shared_wait"] > busy / 2
+    assert [h["shared"] for h in holds[-2:]] == [True, False]
