@@ -146,7 +146,8 @@ def progress(args: argparse.Namespace, arm: str, start: float, name: str, result
     row = {"arm": "framework" if arm == "local" else arm,
            "at_s": round(time.monotonic() - start, 1), "file": name,
            "status": result.status.value, "stage": result.stage,
-           "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()}}
+           "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
+           "message": result.message[:500] if result.status.value != "ok" else ""}
     print(f"[{row['arm']} {row['at_s']:7.1f}s] {name}: {row['status']} "
           + " ".join(f"{k} {v:.1f}" for k, v in row["stage_seconds"].items()), flush=True)
     with open(args.out.with_suffix(".progress.jsonl"), "a") as log:
