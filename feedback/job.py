@@ -97,8 +97,10 @@ class WorkerReport(BaseModel):
         default_factory=dict, description="Seconds per phase inside the worker: `start` (the "
         "job's arrival to its dispatch: imports, checks), `prepare` (problem, reference and "
         "candidate loaded, CUDA up), a time job's `warmup`, `refill` (fresh inputs), `windows` "
-        "(the timed samples) and `checks` (guards, probes, spot checks), `other` (the rest: "
-        "a correctness job's work). Where a job's time goes, for benchmarks "
+        "(the timed samples), `checks` (guards, probes), `spot_checks` (outputs of the last "
+        "samples re-checked), a reference's `imports` and `shared_wait` (before it holds the "
+        "device), `compile` (torch.compile), `handoff` (its wait for the device alone), `cost` "
+        "(FLOPs and bytes), `other` (the rest: a correctness job's work). Where a job's time goes, for benchmarks "
         "and `make gpu-check`; no verdict reads it.")
 
 

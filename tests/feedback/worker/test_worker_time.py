@@ -94,3 +94,15 @@ def test_short_programs_run_several_calls_per_sample_and_each_is_checked(kit):
     """, timing_trials=12)
     assert report.status == Status.mismatch, report.message
     assert "replayed or memoised" in report.message
+
+
+def test_the_spot_checks_take_a_secret_subset_of_a_long_sample_and_all_of_a_short_one():
+    from feedback.worker.timing import SPOT_CHECKS, _secret_subset
+
+    short = list(range(SPOT_CHECKS - 1))
+    assert _secret_subset(short, SPOT_CHECKS) == short
+    long = list(range(512))
+    draws = [_secret_subset(long, SPOT_CHECKS) for _ in range(2)]
+    for drawn in draws:
+        assert len(set(drawn)) == SPOT_CHECKS and set(drawn) <= set(long)
+    assert draws[0] != draws[1]  # not a fixed choice a program could learn (chance 1 in C(512,32))
