@@ -37,14 +37,8 @@ def attach(raw: dict, signal_fd: int, go_fd: int) -> None:
 
 def shared() -> None:
     """Block until the parent holds the device shared for this job (at once without the pipes)."""
-    if not _PIPES:
-        return
-    signal_fd, go_fd = _PIPES[-1]
-    try:
-        os.write(signal_fd, SHARED)
-        os.read(go_fd, 1)  # b"" when the parent is gone: then no one reads the report either
-    except OSError:
-        pass
+    if _PIPES:
+        _ask(*_PIPES[-1], SHARED)
 
 
 def exclusive() -> None:
@@ -53,13 +47,19 @@ def exclusive() -> None:
         return
     signal_fd, go_fd = _PIPES.pop()
     try:
-        os.write(signal_fd, PREPARED)
-        os.read(go_fd, 1)
-    except OSError:
-        pass
+        _ask(signal_fd, go_fd, PREPARED)
     finally:
         for fd in (signal_fd, go_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _ask(signal_fd: int, go_fd: int, word: bytes) -> None:
+    """Say `word` to the parent and wait for its byte on the go pipe."""
+    try:
+        os.write(signal_fd, word)
+        os.read(go_fd, 1)  # b"" when the parent is gone: then no one reads the report either
+    except OSError:
+        pass

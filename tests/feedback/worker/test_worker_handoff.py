@@ -25,8 +25,8 @@ def test_a_reference_prepares_shared_and_times_alone(relu, fast_options, holds):
 
 def test_a_reference_is_delivered_before_the_device_is_held(relu, fast_options, holds):
     """Its set-up that needs no device (torch.compile's imports, for the compiled role) runs
-    while another job holds the device: it waits for the lock only once that is done, and the
-    wait is its `shared_wait` phase, not part of its time limit."""
+    while another job holds the device: it waits for the lock only once that is done, in its
+    `shared_wait` phase."""
     import threading
     import time
 
