@@ -98,9 +98,11 @@ class WorkerReport(BaseModel):
         "job's arrival to its dispatch: imports, checks), `prepare` (problem, reference and "
         "candidate loaded, CUDA up), a time job's `warmup`, `refill` (fresh inputs), `windows` "
         "(the timed samples), `checks` (guards, probes), `spot_checks` (outputs of the last "
-        "samples re-checked), a reference's `imports` and `shared_wait` (before it holds the "
+        "samples re-checked), `wakes` (waited wake-ups, `EvalOptions.wake_after_wait`), a "
+        "reference's `imports` and `shared_wait` (before it holds the "
         "device), `compile` (torch.compile), `handoff` (its wait for the device alone), `cost` "
-        "(FLOPs and bytes), `other` (the rest: a correctness job's work). Where a job's time goes, for benchmarks "
+        "(FLOPs and bytes), `clock_reads` (the SM clock before and after), `environment` (the "
+        "report's device and versions), `other` (the rest: a correctness job's work). Where a job's time goes, for benchmarks "
         "and `make gpu-check`; no verdict reads it.")
 
 

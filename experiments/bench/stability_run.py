@@ -53,7 +53,12 @@ def run_suite(args: argparse.Namespace) -> int:
         return 2
     options = next(iter(per_variant.values()))  # the build load's
     items = []
-    for k in kernels(args.backend, args.short):
+    try:
+        chosen = kernels(args.backend, args.short, args.kernels)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    for k in chosen:
         problem, size = k.problem()
         for name, opts in per_variant.items():  # variants interleaved, each kernel its own row
             named = dataclasses.replace(k, name=f"{k.name}:{name}") if len(variants) > 1 else k

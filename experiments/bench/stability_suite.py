@@ -70,8 +70,16 @@ SHORT = {"cuda": ["relu_0.1ms", "relu_1.7ms", "softmax_0.3ms"],
 """The `--short` selection (`make gpu-check`): three kernels, one under 0.15 ms on the H200."""
 
 
-def kernels(backend: str, short: bool) -> list[Kernel]:
+def kernels(backend: str, short: bool, names: list[str] | None = None) -> list[Kernel]:
+    """The backend's kernels: `names` when given (ValueError for one it lacks), else the `--short`
+    three or all of them."""
     chosen = KERNELS[backend]
+    if names:
+        unknown = sorted(set(names) - {k.name for k in chosen})
+        if unknown:
+            raise ValueError(f"no {backend} kernel {', '.join(unknown)} in the stability suite "
+                             f"(it has {', '.join(k.name for k in chosen)})")
+        return [k for k in chosen if k.name in names]
     return [k for k in chosen if k.name in SHORT[backend]] if short else chosen
 
 

@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("problem", nargs="?", help="problem spec or file (none: the suite)")
     parser.add_argument("candidate", nargs="?", type=Path)
     parser.add_argument("--short", action="store_true", help="suite: the three-kernel form")
+    parser.add_argument("--kernels", type=lambda t: [n for n in t.split(",") if n], default=None,
+                        metavar="NAME,...", help="suite: these kernels of stability_suite.py "
+                        "(default: all; --short: three)")
     parser.add_argument("--compiles", type=int, default=None,
                         help="suite: builds kept running alongside (default: half the cores)")
     parser.add_argument("--no-do-bench", action="store_true", help="suite: skip do_bench")

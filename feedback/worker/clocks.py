@@ -33,6 +33,7 @@ from feedback.worker import persist, sampling
 
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
+_sleep = torch.cuda._sleep
 _reset_persisting = persist.reset
 _check_persisting = persist.check
 GPU_FLUSH_MIN = 256 << 20
@@ -82,6 +83,8 @@ class CudaClock(Clock):
     def __init__(self, device: torch.device, flush_ahead: bool = False) -> None:
         super().__init__(device)
         self.flush_ahead = flush_ahead
+        self.wake_floor_ms: float | None = None  # `waited_wake`'s figure, when the job measures it
+        self._cycles_per_ms = 1.5e6  # torch.cuda._sleep's spin, corrected by each measured wait
 
     def flush_bytes(self) -> int:
         l2 = getattr(torch.cuda.get_device_properties(self.device), "L2_cache_size", 0)
@@ -127,9 +130,30 @@ class CudaClock(Clock):
         # from the end of the calls' work on this stream to the end event: the host's wake-up
         # from the device-wide synchronize, plus any work still running on other streams
         self.tail_ms = stream_end.elapsed_time(end)
-        self.wake_ms = mark.elapsed_time(woke)
+        self.wake_ms = max(mark.elapsed_time(woke), self.wake_floor_ms or 0.0)
         return sampling.window_ms(start.elapsed_time(end), self.tail_ms, self.wake_ms) \
             / len(calls), outs
+
+
+    def waited_wake(self, wait_ms: float) -> float:
+        """The host's wake-up from the device-wide synchronize after a trusted wait of about
+        `wait_ms` (a spinning kernel), through the window's own end path: the end event after the
+        synchronize, less the wait's own end on the stream. A window's tail after a wait of a few
+        milliseconds was longer than the wake-up after the ~0.1 ms flush (H200: 0.04-0.15 ms
+        against 0.03-0.09 ms, moving with the host's load), and its excess stayed in the window."""
+        start, waited, end = (_Event(enable_timing=True) for _ in range(3))
+        _synchronize(self.device)
+        cycles = max(int(wait_ms * self._cycles_per_ms), 1000)
+        start.record()
+        _sleep(cycles)
+        waited.record()
+        _synchronize(self.device)
+        end.record()
+        end.synchronize()
+        spun = start.elapsed_time(waited)
+        if spun > 0:
+            self._cycles_per_ms = cycles / spun
+        return waited.elapsed_time(end)
 
 
 def clock_for(device: torch.device, flush_ahead: bool = False) -> Clock:

@@ -50,7 +50,8 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
         if in_process:
             audit.retire_all()
             harness.KEEP_ALIVE.clear()
-    report.environment = _environment(job)
+    with phases.timed("environment"):
+        report.environment = _environment(job)
     report.seconds = perf_counter() - start
     parts = dict(phases.SECONDS)
     report.phases = {"start": round(start - arrived, 3) if arrived is not None else 0.0,

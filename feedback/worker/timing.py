@@ -184,7 +184,8 @@ def run_time(job: WorkerJob) -> TimingResult:
         handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
     pinned = pinning.pin(job.cores)
     clock.settle(opts.settle_ms)
-    clocks_mhz = [clock.sm_clock_mhz()]
+    with phases.timed("clock_reads"):
+        clocks_mhz = [clock.sm_clock_mhz()]
 
     per_pass = max(-(-opts.input_sets // 2), 1)
     first = Pass(h, per_pass)
@@ -201,7 +202,8 @@ def run_time(job: WorkerJob) -> TimingResult:
         return sampling.calls_per_interval(call_ms, sampling.interval_ms(opts, h.device.type),
                                            sampling.max_calls(opts, h.device.type), max(room, 1),
                                            draw_ms)
-    calls = 1 if overlaps else calls_for(statistics.median(warm))
+    call_ms = statistics.median(warm)
+    calls = 1 if overlaps else calls_for(call_ms)
     if calls > 1:
         # a single call's window carries all of the window's fixed host time (H200: ~0.1 ms
         # on a 0.1 ms kernel, which halved the calls); one untimed sample of `calls` calls
@@ -209,13 +211,16 @@ def run_time(job: WorkerJob) -> TimingResult:
         # fewer), unless the program is host-bound (sampling.host_bound)
         trial = first if calls <= per_pass else Pass(h, calls)
         sampler.passes = [trial]
-        per_call = sampler.sample(trial, calls, timed=False)
+        per_call = call_ms = sampler.sample(trial, calls, timed=False)
         calls = max(calls, calls_for(per_call))
         if sampling.host_bound(clock.launch_ms, per_call) and first.refills:
             calls = min(calls, calls_for(per_call, statistics.median(first.refills)))
         sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
     sampler.passes = [a, b]
+    wakes = _WaitedWakes(clock, calls * call_ms, opts)
+    for _ in range(WAITED_WAKES_AHEAD):
+        wakes.measure()
     settling, start = [], perf_counter()
     while opts.warmup and not sampling.warmed_up(settling) and perf_counter() - start < opts.warmup_s:
         settling.append(sampler.sample((a, b)[len(settling) % 2], calls, timed=False))
@@ -233,6 +238,8 @@ def run_time(job: WorkerJob) -> TimingResult:
                 k = p.next
                 guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
             p.used[k] = True  # the timed call on this buffer gets content the probe never saw
+        if i % WAITED_WAKE_EVERY == 0:
+            wakes.measure()
         times[i % 2].append(sampler.sample(p, calls, timed=True))
         last = (p, secrets.choice(p.last))
         n = i + 1
@@ -250,7 +257,8 @@ def run_time(job: WorkerJob) -> TimingResult:
         with phases.timed("checks"):
             k = a.next
             guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
-    clocks_mhz.append(clock.sm_clock_mhz())
+    with phases.timed("clock_reads"):
+        clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
                                sampler.tails, sampler.wakes)
     if None not in clocks_mhz:
@@ -273,6 +281,32 @@ def run_time(job: WorkerJob) -> TimingResult:
             result.flops = cost.count_flops(h.reference, a.buffers[k])
             result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
     return result
+
+
+WAITED_WAKES_AHEAD, WAITED_WAKE_EVERY, WAITED_WAKES_KEPT = 3, 4, 5
+"""`EvalOptions.wake_after_wait`: waited wake-ups measured before the timed samples, then one
+before every WAITED_WAKE_EVERY-th sample; the allowance is the median of the last KEPT."""
+
+
+class _WaitedWakes:
+    """The wake-up allowance of a short window's end (`CudaClock.waited_wake`), measured after a
+    trusted wait as long as the window, when `EvalOptions.wake_after_wait` asks for it and the
+    window is shorter than half the target sample length (its calls' inputs fill the memory):
+    there the host's part of the window's end is a share that moved between evaluations with the
+    host's load (H200: the 1.7 ms relu's 5-call windows, docs/benchmarks.md P3). The allowance
+    stays capped by sampling.SIDE_TAIL_MS and by the window's own tail (sampling.window_ms)."""
+
+    def __init__(self, clock: clocks.Clock, window_ms: float, opts) -> None:
+        self.clock, self.window_ms, self.seen = clock, window_ms, []
+        self.on = (opts.wake_after_wait and isinstance(clock, clocks.CudaClock)
+                   and window_ms < sampling.interval_ms(opts, clock.device.type) / 2)
+
+    def measure(self) -> None:
+        if not self.on:
+            return
+        with phases.timed("wakes"):
+            self.seen.append(self.clock.waited_wake(self.window_ms))
+        self.clock.wake_floor_ms = statistics.median(self.seen[-WAITED_WAKES_KEPT:])
 
 
 def _input_memory(device: torch.device) -> int:

@@ -167,3 +167,13 @@ def test_the_eager_agreement_compares_the_evaluators_eager_median_with_kernelben
     assert row["eager_ms"] == 0.5 and row["kernelbench_eager_ms"] == 0.52
     assert row["eager_agreement_pct"] == round((0.5 / 0.52 - 1) * 100, 3)
     assert _kernel(k, k.problem()[0], runs, None, 2)["eager_agreement_pct"] is None
+
+
+def test_kernels_named_on_the_command_line_are_chosen_and_an_unknown_name_is_refused(capsys):
+    from experiments.bench.stability_suite import kernels
+    from experiments.bench.timing_stability import main
+
+    assert [k.name for k in kernels("cuda", True, ["relu_1.7ms", "relu_0.05ms"])] == \
+        ["relu_0.05ms", "relu_1.7ms"]  # in the suite's order
+    assert main(["--backend", "cpp", "--kernels", "relu_small,nope"]) == 2
+    assert "no cpp kernel nope in the stability suite" in capsys.readouterr().err

@@ -105,6 +105,23 @@ def test_l2_flush_sends_reads_to_memory(flush_ahead):
     assert window > cold, (window, cold)
 
 
+def test_a_waited_wake_up_is_the_end_paths_host_time_after_a_wait_of_about_the_asked_length():
+    from feedback.worker.clocks import CudaClock
+
+    clock = CudaClock(torch.device("cuda:0"))
+    wakes = [clock.waited_wake(8.0) for _ in range(6)]  # the first calibrates the spin's cycles
+    assert all(0 <= w < 5 for w in wakes), wakes
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    clock.waited_wake(8.0)
+    end.record()
+    end.synchronize()
+    assert 4.0 < start.elapsed_time(end) < 16.0  # the wait is about as long as asked
+    clock.wake_floor_ms = 0.2
+    clock.time(lambda: torch.zeros(4, device="cuda:0"))
+    assert clock.wake_ms >= 0.2  # the window's allowance is at least the waited wake-up
+
+
 def test_honest_candidate_on_cuda_passes_and_unwritten_output_reads_poison(kit):
     ok = kit.run("correct", SCALE, "import torch.nn as nn\nclass ModelNew(nn.Module):\n"
                  "    def forward(self, x):\n        return x + x\n", backend="cuda")

@@ -106,3 +106,32 @@ def test_the_spot_checks_take_a_secret_subset_of_a_long_sample_and_all_of_a_shor
     for drawn in draws:
         assert len(set(drawn)) == SPOT_CHECKS and set(drawn) <= set(long)
     assert draws[0] != draws[1]  # not a fixed choice a program could learn (chance 1 in C(512,32))
+
+
+def test_waited_wakes_set_a_short_windows_allowance_from_the_last_few_and_leave_long_ones_alone():
+    from types import SimpleNamespace
+
+    from feedback.options import EvalOptions
+    from feedback.worker import clocks
+    from feedback.worker.timing import WAITED_WAKES_KEPT, _WaitedWakes
+
+    measured = iter([0.30, 0.05, 0.06, 0.07, 0.08, 0.09, 0.10])
+    asked = []
+    clock = object.__new__(clocks.CudaClock)  # no device here: only what _WaitedWakes touches
+    clock.device, clock.wake_floor_ms = SimpleNamespace(type="cuda"), None
+    clock.waited_wake = lambda ms: asked.append(ms) or next(measured)
+    on = EvalOptions(wake_after_wait=True)
+    wakes = _WaitedWakes(clock, 8.0, on)  # 8 ms windows: under half of the 30 ms target
+    wakes.measure()
+    assert clock.wake_floor_ms == 0.30 and asked == [8.0]  # a wait as long as the window
+    for _ in range(6):
+        wakes.measure()
+    assert len(wakes.seen) == 7
+    assert clock.wake_floor_ms == 0.08  # the median of the last WAITED_WAKES_KEPT: the outlier gone
+    assert WAITED_WAKES_KEPT == 5
+    for window, opts in ((20.0, on), (8.0, EvalOptions())):  # a long window; the option off
+        clock.wake_floor_ms = None
+        _WaitedWakes(clock, window, opts).measure()
+        assert clock.wake_floor_ms is None
+    cpu = _WaitedWakes(clocks.Clock.__new__(clocks.Clock), 8.0, on)  # the host clock: no wake-up
+    assert not cpu.on
