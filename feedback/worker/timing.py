@@ -6,7 +6,8 @@ Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, p
    back (`interval_ms`: 30 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
    program that leaves work on other streams, sampling.outlives_stream), then one
    untimed sample of that many, whose time per call sets it again (more calls, never fewer); then
-   untimed samples until their times are stable (or `warmup_s`).
+   untimed samples until their times are stable (or `warmup_s`). A window shorter than half
+   `interval_ms` also measures its wake-up allowance after trusted waits (`_WaitedWakes`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
    least `timing_trials` samples, more until the median's relative standard error is at most
    `timing_se` (or `timing_max_trials`, or `timing_budget_s`). The result's noise compares the two

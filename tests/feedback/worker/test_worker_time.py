@@ -129,7 +129,8 @@ def test_waited_wakes_set_a_short_windows_allowance_from_the_last_few_and_leave_
     assert len(wakes.seen) == 7
     assert clock.wake_floor_ms == 0.08  # the median of the last WAITED_WAKES_KEPT: the outlier gone
     assert WAITED_WAKES_KEPT == 5
-    for window, opts in ((20.0, on), (8.0, EvalOptions())):  # a long window; the option off
+    assert EvalOptions().wake_after_wait  # on by default
+    for window, opts in ((20.0, on), (8.0, EvalOptions(wake_after_wait=False))):  # long; off
         clock.wake_floor_ms = None
         _WaitedWakes(clock, window, opts).measure()
         assert clock.wake_floor_ms is None
