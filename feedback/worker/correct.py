@@ -36,7 +36,7 @@ import torch
 from feedback.job import WorkerJob
 from feedback.policy import library_violation
 from feedback.result import Checks, Correctness, Status, StressCheck
-from feedback.worker import guards, inputs, loading, sizes
+from feedback.worker import guards, inputs, loading, phases, sizes
 from feedback.worker.contract import MIN_DRAWS, Contract
 from feedback.worker.degenerate import ConstantAnswers
 from feedback.worker.errors import JobFailure
@@ -113,24 +113,19 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
     tally.weights = h.weight_rule
     held: Any = ()
     try:
-        tally.answers = ConstantAnswers(policy, _other_output(h, tally.contract))
-        for _ in range(job.options.correctness_trials):
-            verdict, held = run_trial(h, policy, None, held, tally=tally)
-            tally.add(verdict, held)
-        while tally.contract.draws < MIN_DRAWS:
-            tally.contract.observe(fresh_inputs(h, inputs.secret_seed()))
+        with phases.timed("trials"):
+            tally.answers = ConstantAnswers(policy, _other_output(h, tally.contract))
+            for _ in range(job.options.correctness_trials):
+                verdict, held = run_trial(h, policy, None, held, tally=tally)
+                tally.add(verdict, held)
+            while tally.contract.draws < MIN_DRAWS:
+                tally.contract.observe(fresh_inputs(h, inputs.secret_seed()))
         if tally.first_failure is None:
-            for name in inputs.STRESS_TRANSFORMS:
-                verdict, out = run_trial(h, policy, name, held, tally=tally)
-                if verdict is None:
-                    continue
-                held = out
-                tally.add(verdict, out)
-                if not verdict.ok:
-                    verdict.message = f"numeric stress pass (inputs {name}): {verdict.message}"
-                    break
+            with phases.timed("stress"):
+                held = _stress_trials(h, policy, held, tally)
         if tally.first_failure is None:
-            verdict, held = unseen_size_trial(h, policy, held, tally)
+            with phases.timed("unseen_size"):
+                verdict, held = unseen_size_trial(h, policy, held, tally)
             if verdict is not None:
                 tally.add(verdict, held)
     except JobFailure as failure:
@@ -144,7 +139,8 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
             message += (f" (the reference's weights were copied {tally.weights}; a transposed or "
                         "permuted layout is not a reshape: keep the reference's layout)")
         raise JobFailure(first.status, message, tally.record())
-    ops = _record_ops(h)
+    with phases.timed("ops"):
+        ops = _record_ops(h)
     if ops is not None:
         problem = library_violation(job.options.library_ops, ops, h.reference_ops,
                                     _foreign_kernels(h))
@@ -153,6 +149,21 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
     if tally.answers.degenerate:
         raise JobFailure(Status.runtime_error, tally.answers.message(), tally.record())
     return tally.record(), sorted(set(h.notes)), ops
+
+
+def _stress_trials(h: Harness, policy: str, held: Any, tally: Tally) -> Any:
+    """The numeric stress trials (inputs.STRESS_TRANSFORMS) up to the first failure; returns the
+    output now held."""
+    for name in inputs.STRESS_TRANSFORMS:
+        verdict, out = run_trial(h, policy, name, held, tally=tally)
+        if verdict is None:
+            continue
+        held = out
+        tally.add(verdict, out)
+        if not verdict.ok:
+            verdict.message = f"numeric stress pass (inputs {name}): {verdict.message}"
+            break
+    return held
 
 
 def _other_output(h: Harness, contract: Contract) -> Any:

@@ -12,7 +12,8 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
   number, so more calls would only multiply the drawing (H200, a small relu at 512 calls a
   sample: 10.5 s of a 17 s time job). A device-bound one is not bound so: capped that way, a
   0.1 ms relu with 128 MB inputs got 35-56 calls instead of 136 under load, and its medians
-  spread 2.0% over three evaluations (H200 run 24).
+  spread 2.0% over three evaluations (H200 run 24). Host-boundness is judged on untimed trial
+  samples of the calls (`sizing`), never on the first use of their buffers alone.
 - Samples: at least `min_n`; more until the relative standard error of the median is at most the
   target, or `max_n`, or the time budget (timing.py).
 - Warm-up: untimed samples until the median of the last `WINDOW` is within `STABLE` of the median
@@ -128,6 +129,23 @@ def host_bound(launch_ms: float | None, call_ms: float) -> bool:
     """Whether calls taking `call_ms` each, launched in `launch_ms` of host time each, are bound by
     the host's launches (None: a host clock, where the question does not arise)."""
     return launch_ms is not None and call_ms > 0 and launch_ms >= HOST_BOUND * call_ms
+
+
+def sizing(trials: Sequence[tuple[float, float | None]]) -> tuple[float, float | None]:
+    """The time per call and the host launch time per call that size the timed samples, from
+    untimed trial samples of the same calls on the same buffers, `(ms per call, launch ms per
+    call or None)` each: the least of each, so a program is host-bound only when every trial
+    says so. The first trial is the first use of its buffers: each call's output is allocated
+    anew inside its window, and other first-use costs land there too. One such trial called the
+    0.05 ms relu host-bound in each of its 12 evaluations at the 30 ms target on the H200
+    (runs 36-37), whose timed samples then launched in 0.32-0.57 of the call time: the
+    host-bound cap cut its calls per sample to 92-242 of the ~275 its memory allowed, a number
+    that moved with the host's load, and its medians spread 1.6-3.2% over four evaluations
+    (docs/benchmarks.md P3); the 0.1 ms relu (timed launches 0.15-0.30 of its call) was cut so
+    in 4 of its 28 evaluations of runs 35-36."""
+    per_call = min(ms for ms, _ in trials)
+    launches = [launch for _, launch in trials if launch is not None]
+    return per_call, min(launches) if launches else None
 
 
 def median_se(times: Sequence[float]) -> float | None:

@@ -4,8 +4,9 @@ Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, p
 1. The worker moves onto its device's CPU cores (pinning.py), the clock settles (`settle_ms`).
 2. Warm-up: `warmup` single calls, whose median sets how many calls one timed sample runs back to
    back (`interval_ms`: 30 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
-   program that leaves work on other streams, sampling.outlives_stream), then one
-   untimed sample of that many, whose time per call sets it again (more calls, never fewer); then
+   program that leaves work on other streams, sampling.outlives_stream), then `SIZING_TRIALS`
+   untimed samples of that many, whose time per call sets it again (more calls, never fewer;
+   fewer only for a host-bound program, sampling.sizing); then
    untimed samples until their times are stable (or `warmup_s`). A window shorter than half
    `interval_ms` also measures its wake-up allowance after trusted waits (`_WaitedWakes`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
@@ -212,9 +213,13 @@ def run_time(job: WorkerJob) -> TimingResult:
         # fewer), unless the program is host-bound (sampling.host_bound)
         trial = first if calls <= per_pass else Pass(h, calls)
         sampler.passes = [trial]
-        per_call = call_ms = sampler.sample(trial, calls, timed=False)
+        tried = []
+        for _ in range(SIZING_TRIALS):
+            tried.append((sampler.sample(trial, calls, timed=False), clock.launch_ms))
+        per_call, launch = sampling.sizing(tried)
+        call_ms = per_call
         calls = max(calls, calls_for(per_call))
-        if sampling.host_bound(clock.launch_ms, per_call) and first.refills:
+        if sampling.host_bound(launch, per_call) and first.refills:
             calls = min(calls, calls_for(per_call, statistics.median(first.refills)))
         sampler.passes, trial = [first], None  # its buffers go back before the passes' are made
     a, b = (first if calls <= per_pass else Pass(h, calls)), Pass(h, max(per_pass, calls))
@@ -283,6 +288,9 @@ def run_time(job: WorkerJob) -> TimingResult:
             result.min_bytes = cost.min_bytes(h.reference, a.buffers[k], a.outputs[k])
     return result
 
+
+SIZING_TRIALS = 2
+"""Untimed samples of the first sizing's calls that size the samples again (sampling.sizing)."""
 
 WAITED_WAKES_AHEAD, WAITED_WAKE_EVERY, WAITED_WAKES_KEPT = 3, 4, 5
 """`EvalOptions.wake_after_wait`: waited wake-ups measured before the timed samples, then one

@@ -30,6 +30,10 @@ def test_honest_candidate_passes_every_trial_and_records_the_policy(kit):
     assert len(c.worst_index) == 2
     if "dispatched" in WorkerReport.model_fields:  # the field this worker adds to feedback/job.py
         assert report.dispatched and report.dispatched["aten::mm"] == 8  # 1024/128 chunks, one call
+    parts = ("prepare", "trials", "stress", "unseen_size", "ops")  # where the job's time went
+    assert all(report.phases[k] >= 0 for k in parts), report.phases
+    assert report.phases["trials"] > 0 and report.phases["stress"] > 0
+    assert sum(report.phases[k] for k in parts) <= report.seconds
 
 
 def test_wrong_values_are_a_mismatch_with_the_worst_element(kit):

@@ -138,3 +138,14 @@ def test_host_bound_is_a_launch_time_near_the_call_time():
     assert sampling.host_bound(0.009, 0.01)          # launching takes 90% of the call
     assert not sampling.host_bound(0.02, 0.1)        # a 0.1 ms kernel launched in 0.02 ms
     assert not sampling.host_bound(None, 0.01)       # a host clock (cpp)
+
+
+def test_sizing_takes_the_least_of_the_trials_so_a_first_use_alone_makes_nothing_host_bound():
+    # H200 runs 36-37: the first trial of a 0.05 ms relu carried its outputs' first allocations
+    first, second = (0.120, 0.100), (0.054, 0.020)
+    per_call, launch = sampling.sizing([first, second])
+    assert (per_call, launch) == (0.054, 0.020) and not sampling.host_bound(launch, per_call)
+    assert sampling.host_bound(*first)  # the first trial alone would have capped its calls
+    bound = sampling.sizing([(0.011, 0.0105), (0.010, 0.0095)])  # host-bound in every trial
+    assert bound == (0.010, 0.0095) and sampling.host_bound(*bound)
+    assert sampling.sizing([(0.5, None), (0.4, None)]) == (0.4, None)  # a host clock (cpp)
