@@ -19,6 +19,10 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
 - `stock`: plain `load_inline`, no shared cache: every candidate built in its own fresh process
   and extensions folder by a pool of the same size, then evaluated one by one, each in a fresh
   process (KernelBench's tolerance; `--correct-trials` and `--timing-trials` calls).
+- `baselined`: the framework arm on problems whose baselines are already measured (the
+  refinement case: every turn after a problem's first): the baselines of every problem are timed
+  into its cold cache first (`baseline_setup_s`, outside its wall time), the candidates then
+  build cold and are evaluated as in `framework`.
 - `ray`: the framework arm again with `--executor ray` (a local Ray instance on this host,
   `feedback.ray_executor.RayEvaluator`), on a cold cache of its own, the same build pool size;
   `ray.init` is timed apart (`ray_init_s`), the stage actors' start is inside the wall time.
@@ -91,11 +95,11 @@ def one_per_problem(candidates: list[dict]) -> list[dict]:
 
 
 def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
-                  executor: str = "local") -> dict:
+                  executor: str = "local", baselined: bool = False) -> dict:
     """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
-    (and ray.init) timed separately."""
+    (and ray.init, and with `baselined` every problem's baselines) timed separately."""
     from feedback import fastbuild
-    from feedback.evaluate import iter_evaluate
+    from feedback.evaluate import LocalEvaluator, iter_evaluate
     from feedback.options import EvalOptions
     from problems.loaders import load_file
 
@@ -110,6 +114,13 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
         fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
     evaluator, devices, extra = None, None, {}
+    if baselined:
+        start = time.monotonic()
+        for problem, _, backend in {item[0].id: item for item in items}.values():
+            LocalEvaluator().baselines(problem, backend, options)
+        extra["baseline_setup_s"] = round(time.monotonic() - start, 1)
+        print(f"[baselined] baselines of {len({i[0].id for i in items})} problems timed in "
+              f"{extra['baseline_setup_s']} s (not in the arm's wall time)", flush=True)
     if executor == "ray":
         from feedback.ray_executor import RayEvaluator
 
@@ -122,7 +133,8 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     try:
         for i, r in iter_evaluate(items, options, devices, args.compile_workers, evaluator):
             results[i] = r
-            progress(args, executor, start, candidates[i]["file"].name, r)
+            progress(args, "baselined" if baselined else executor, start,
+                     candidates[i]["file"].name, r)
     finally:
         if evaluator is not None:
             evaluator.close()
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                         "(one arm per call, where a call may not last a whole run) into --out")
     parser.add_argument("--backend", choices=["cuda", "cpp"], default="cuda")
     parser.add_argument("--arms", default=None,
-                        help="comma list of framework, stock, ray (default: all three; "
+                        help=f"comma list of {', '.join(ARMS)} (default: all; "
                         "--short: framework,stock)")
     parser.add_argument("--device", default=None, help="default: cuda:0, or cpu for cpp")
     parser.add_argument("--size", default=None, help="problem size preset (e.g. small)")
@@ -240,11 +252,11 @@ def main(argv: list[str] | None = None) -> int:
 
     args.device = args.device or ("cpu" if args.backend == "cpp" else "cuda:0")
     args.compile_workers = args.compile_workers or max(1, (os.cpu_count() or 2) // 2)
-    arms = (args.arms or ("framework,stock" if args.short else "framework,stock,ray")).split(",")
+    arms = (args.arms or ("framework,stock" if args.short else ",".join(ARMS))).split(",")
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
-        parser.error(f"--arms: unknown arm(s) {', '.join(unknown)}; choose from framework, "
-                     "stock, ray")
+        parser.error(f"--arms: unknown arm(s) {', '.join(unknown)}; choose from "
+                     f"{', '.join(ARMS)}")
     if args.merge:
         try:
             return write(merge([json.loads(p.read_text()) for p in args.merge]), args)
@@ -277,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
             result[arm] = (stock_arm(candidates, args) if arm == "stock" else
                            framework_arm(candidates, args, Path(cache),
-                                         "ray" if arm == "ray" else "local"))
+                                         "ray" if arm == "ray" else "local",
+                                         baselined=arm == "baselined"))
     return write(result, args)
 
 

@@ -6,7 +6,7 @@ separate calls merged into one result. Pure functions of the result dict.
 from __future__ import annotations
 
 DEVICE_STAGES = ("correct", "timing", "profile")
-ARMS = ("framework", "stock", "ray")
+ARMS = ("framework", "baselined", "stock", "ray")
 
 
 def per_hour(result: dict, arm: str) -> float | None:
@@ -33,6 +33,7 @@ def summary(result: dict) -> dict:
     return {"date": result["date"], "device": names[0] if names else None,
             "candidates": result["candidates"], "problems": result["problems"],
             "framework_per_hour": per_hour(result, "framework"),
+            "baselined_per_hour": per_hour(result, "baselined"),
             "kernelbench_per_hour": per_hour(result, "stock"),
             "ray_per_hour": per_hour(result, "ray"),
             "build_median_s": fw.get("stage_s", {}).get("compile", {}).get("median"),
@@ -61,6 +62,9 @@ def markdown(result: dict) -> str:
         stages = ", ".join(f"{k} {v['median']}" for k, v in data["stage_s"].items() if v["n"])
         lines.append(f"| {arm} | {n} | {data['wall_s']} | {per_hour(result, arm) or 0:.0f} | {ok} "
                      f"| {stages} |")
+    if result.get("baselined"):
+        lines.append(f"\nbaselined: the problems' baselines timed before the arm "
+                     f"{result['baselined'].get('baseline_setup_s')} s (not in its wall time)")
     if result.get("framework"):
         fw = result["framework"]
         lines.append(f"\nframework: PCH set-up before the run (once per flag set) "

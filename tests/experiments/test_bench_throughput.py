@@ -29,21 +29,23 @@ def result() -> dict:
                                      _row("c.py", "compile_error")]}
     return {"date": "2026-12-01", "candidates": 3, "problems": 2, "framework": framework,
             "stock": {"wall_s": 1080.0, "rows": [_row(f, "ok") for f in ("a.py", "b.py", "c.py")]},
-            "ray": ray}
+            "ray": ray, "baselined": {**framework, "wall_s": 180.0, "baseline_setup_s": 90.0}}
 
 
 def test_summary_has_the_issue_fields_computed_from_the_arms(result):
     assert summary(result) == {
         "date": "2026-12-01", "device": "fixture GPU", "candidates": 3, "problems": 2,
-        "framework_per_hour": 30.0, "kernelbench_per_hour": 10.0, "ray_per_hour": 15.0,
+        "framework_per_hour": 30.0, "baselined_per_hour": 60.0, "kernelbench_per_hour": 10.0,
+        "ray_per_hour": 15.0,
         "build_median_s": 20.0,
         "device_s_per_candidate": 4.5}  # (2 + 4) and 3 over the 2 that reached the device
 
 
 def test_an_arm_not_run_is_none_never_zero(result):
-    del result["ray"], result["stock"]
+    del result["ray"], result["stock"], result["baselined"]
     record = summary(result)
     assert record["ray_per_hour"] is None and record["kernelbench_per_hour"] is None
+    assert record["baselined_per_hour"] is None
     assert differing_verdicts(result) is None
 
 
@@ -67,7 +69,7 @@ def test_bad_arms_and_folders_are_one_line_errors(capsys, tmp_path):
 
 
 def test_arms_of_separate_calls_merge_into_one_record(result):
-    ray_call = {**{k: v for k, v in result.items() if k not in ("framework", "stock")},
+    ray_call = {**{k: v for k, v in result.items() if k not in ("framework", "baselined", "stock")},
                 "command": "ray call"}
     local_call = {**{k: v for k, v in result.items() if k != "ray"}, "command": "local call"}
     merged = merge([local_call, ray_call])
