@@ -62,8 +62,8 @@ def selected(attempts: list[Attempt], mode: str, margin: float) -> list[Attempt]
 def _key(problem, attempt: Attempt, backend: str, options, device: str | None) -> str:
     from feedback import cache
 
-    return cache.digest("confirm", problem.id, cache.code_hash(problem.source), options.size,
-                        backend, attempt.result.code_hash, device, cache.harness_version(),
+    return cache.digest("confirm", *cache.problem_identity(problem, options.size), backend,
+                        attempt.result.code_hash, device, cache.harness_version(),
                         options.model_dump_json(exclude={"cache_dir", "profile"}))
 
 

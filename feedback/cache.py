@@ -126,7 +126,15 @@ def write_record(path: Path, record: BaseModel) -> None:
     write_atomic(path, record.model_dump_json(indent=1))
 
 
-_SIGNATURES: dict[tuple[str, str, str | None], str] = {}
+_SIGNATURES: dict[str, str] = {}
+
+
+def problem_identity(problem: Any, size: str | None) -> tuple:
+    """What a measurement of `problem` at `size` depends on: its id, source, the size's name and
+    what that name means (a record's `sizes` can give one name other constants than its source
+    does, as the timing bench's `bench` preset does for each kernel)."""
+    return (problem.id, code_hash(problem.source), size,
+            (getattr(problem, "sizes", None) or {}).get(size) if size else None)
 
 
 def _input_signature(problem: Any, size: str | None) -> str:
@@ -135,7 +143,7 @@ def _input_signature(problem: Any, size: str | None) -> str:
     Remembered per (problem, source, size): listing them loads the problem's module."""
     from problems.inputs import describe_inputs
 
-    key = (problem.id, code_hash(problem.source), size)
+    key = json.dumps(problem_identity(problem, size), sort_keys=True, default=str)
     if key not in _SIGNATURES:
         try:
             _SIGNATURES[key] = ", ".join(describe_inputs(problem, size))
@@ -159,7 +167,7 @@ def reference_path(options: Any, problem: Any, kind: str, role: str, backend: st
         return None
     import torch
 
-    key = digest("reference", kind, role, problem.id, code_hash(problem.source), options.size,
+    key = digest("reference", kind, role, *problem_identity(problem, options.size),
                  _input_signature(problem, options.size),
                  backend == "cpp", device_name, torch.__version__, harness_version(),
                  options.timing_trials, options.warmup, options.input_sets, options.settle_ms,

@@ -108,3 +108,19 @@ def test_a_baseline_timed_with_another_window_is_not_reused(relu, fast_options):
     paths = {cache.reference_path(fast_options.model_copy(update={"flush_ahead": ahead}), relu,
                                   "time", "eager", "cuda", "NVIDIA H200") for ahead in (False, True)}
     assert len(paths) == 2 and None not in paths
+
+
+def test_a_baseline_is_keyed_on_what_its_size_means_not_only_its_name(relu, fast_options):
+    """Two records of one problem whose size `bench` gives other constants (the timing bench's
+    kernels do so) measure different inputs: their baselines must not share a cache entry (on
+    the H200 the 0.1 ms ReLU's speedup was computed from the 0.05 ms size's eager time)."""
+    from feedback import cache
+
+    options = fast_options.model_copy(update={"size": "bench"})
+    records = [relu.model_copy(update={"sizes": {**relu.sizes, "bench": {"BATCH": batch}}})
+               for batch in (8, 16)]
+    paths = {cache.reference_path(options, r, "time", "eager", "cuda", "NVIDIA H200")
+             for r in records}
+    assert len(paths) == 2 and None not in paths
+    assert cache.reference_path(options, records[0], "time", "eager", "cuda", "NVIDIA H200") \
+        in paths  # the same record, the same key
