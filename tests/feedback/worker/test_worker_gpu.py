@@ -79,7 +79,9 @@ def test_l2_flush_sends_reads_to_memory(flush_ahead):
     behind the flush (or the wait), so no host time enters: timed through `clock.time`, each
     window carries ~0.085 ms of host time, which swamped the read's few microseconds (H200,
     2026-12-02: 0.089 ms cold, 0.093 ms hot). Then the clock itself (`flush_ahead` too): its
-    window holds the cold read."""
+    window holds the cold read. Not more than it: the window leaves out the host's wake-up, so
+    it can come out a hair under the event-timed read (H200 run 40: 0.01867 ms against 0.01885
+    ms cold); it must be nearer the cold read than the hot one."""
     from feedback.worker.clocks import CudaClock
 
     device = torch.device("cuda:0")
@@ -102,7 +104,7 @@ def test_l2_flush_sends_reads_to_memory(flush_ahead):
     hot = statistics.median(read_ms(False) for _ in range(50))
     assert cold > hot, (cold, hot)
     window = statistics.median(clock.time(lambda: x.sum())[0] for _ in range(20))
-    assert window > cold, (window, cold)
+    assert window > (cold + hot) / 2, (window, cold, hot)  # nearer the cold read than the hot
 
 
 def test_a_waited_wake_up_is_the_end_paths_host_time_after_a_wait_of_about_the_asked_length():
