@@ -140,10 +140,10 @@ def problem_identity(problem: Any, size: str | None) -> tuple:
 def _input_signature(problem: Any, size: str | None) -> str:
     """`f32[4096, 4096], ...`: the inputs' dtypes and shapes (the source hash implies them for a
     given size; spelled out so the key says what it measured). `?` when they cannot be listed.
-    Remembered per (problem, source, size): listing them loads the problem's module."""
+    Remembered per `problem_identity`: listing them loads the problem's module."""
     from problems.inputs import describe_inputs
 
-    key = json.dumps(problem_identity(problem, size), sort_keys=True, default=str)
+    key = digest(*problem_identity(problem, size))
     if key not in _SIGNATURES:
         try:
             _SIGNATURES[key] = ", ".join(describe_inputs(problem, size))
