@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -50,10 +49,10 @@ from pathlib import Path
 from experiments.bench.child import run_build_child, run_stock_eval_child
 from experiments.bench.throughput_report import (
     ARMS,
-    DEVICE_STAGES,
     differing_verdicts,
     markdown,
     merge,
+    stage_stats,
     summary,
 )
 from experiments.submissions import KERNEL_FILE
@@ -144,12 +143,11 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
              "device": r.environment.device if r.environment else None,
              "message": r.message[:500] if r.status.value != "ok" else ""}
             for c, r in zip(candidates, results)]
-    stages = ("static", "compile", *DEVICE_STAGES)
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
             "builds_seen": len(decisions),
-            "stage_s": {s: _stats([r["stage_seconds"].get(s) for r in rows]) for s in stages}}
+            "stage_s": stage_stats("framework", rows)}
 
 
 def progress(args: argparse.Namespace, arm: str, start: float, name: str, result) -> None:
@@ -191,22 +189,14 @@ def stock_arm(candidates: list[dict], args: argparse.Namespace) -> dict:
     for c, b, e in zip(candidates, builds, evals):
         status = ("compile_error" if not b["ok"] else
                   "ok" if e and e.get("correct") else "error")
-        rows.append({"file": c["file"].name, "status": status, "build_s": b["wall_s"],
+        rows.append({"file": c["file"].name, "problem": c["problem"].stem, "status": status,
+                     "build_s": b["wall_s"],
                      "eval_process_s": e and e.get("process_s"),
                      "correct_s": e and e.get("correct_s"), "timing_s": e and e.get("timing_s"),
                      "error": b.get("error") or (e or {}).get("eval_error")})
     return {"wall_s": round(wall, 1), "compile_phase_s": round(compiled, 1),
             "eval_phase_s": round(wall - compiled, 1), "rows": rows,
-            "stage_s": {"compile": _stats([r["build_s"] for r in rows]),
-                        "correct": _stats([r["correct_s"] for r in rows]),
-                        "timing": _stats([r["timing_s"] for r in rows]),
-                        "eval_process": _stats([r["eval_process_s"] for r in rows])}}
-
-
-def _stats(values: list[float | None]) -> dict[str, float | int | None]:
-    xs = [v for v in values if v is not None]
-    return {"n": len(xs), "sum": round(sum(xs), 2) if xs else None,
-            "median": round(statistics.median(xs), 2) if xs else None}
+            "stage_s": stage_stats("stock", rows)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-workers", type=int, default=None,
                         help="parallel builds in both arms (default: cores // 2)")
     parser.add_argument("--limit", type=int, default=None, help="first N candidates only")
+    parser.add_argument("--part", default=None, metavar="K/N",
+                        help="the K-th of N equal slices of the candidates (in the folder's "
+                        "order), where one call cannot run a whole arm; --merge joins the parts")
     parser.add_argument("--short", action="store_true",
                         help=f"the first {SHORT} candidates of distinct problems, no "
                         "torch.compile baseline (make gpu-check)")
@@ -272,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.short:
         candidates = one_per_problem(candidates)[:SHORT]
     candidates = candidates[: args.limit]
+    part = None
+    if args.part:
+        try:
+            part = _part(args.part, len(candidates))
+        except ValueError as exc:
+            parser.error(f"--part: {exc}")
+        candidates = candidates[part[2]:part[3]]
     if not candidates:
         parser.error(f"no candidates with problems in {args.run_dir} ({len(skipped)} skipped)")
     result: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                     "command": " ".join(["python -m experiments.bench.throughput",
                                          *(argv if argv is not None else sys.argv[1:])]),
                     "cpus": os.cpu_count()}
+    if part:
+        result["part"] = list(part[:2])
     if os.environ.get("KERNEL_REFINE_JOBLOG"):  # each device job's wait and hold, as it ends
         from experiments.bench.testlog import trace_jobs
 
@@ -292,6 +294,15 @@ def main(argv: list[str] | None = None) -> int:
                                          "ray" if arm == "ray" else "local",
                                          baselined=arm == "baselined"))
     return write(result, args)
+
+
+def _part(text: str, total: int) -> tuple[int, int, int, int]:
+    """`K/N` -> (K, N, first index, end index) of the K-th of N near-equal slices of `total`."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) <= max(total, 1)):
+        raise ValueError(f"{text!r} is not K/N with 1 <= K <= N <= {total} (the candidates)")
+    k, n = int(k), int(n)
+    return k, n, (k - 1) * total // n, k * total // n
 
 
 def write(result: dict, args: argparse.Namespace) -> int:

@@ -78,16 +78,76 @@ def markdown(result: dict) -> str:
 
 
 def merge(results: list[dict]) -> dict:
-    """One result from outputs of separate calls on the same candidates (each arm once)."""
-    first = results[0]
-    files = [r["file"] for r in next(first[a] for a in ARMS if a in first)["rows"]]
-    merged = {k: v for k, v in first.items() if k not in ARMS}
-    merged["command"] = [r["command"] for r in results]
+    """One result from outputs of separate calls on the same candidates: each arm once, or in
+    parts (`--part K/N`: each candidate in exactly one part of the arm). An arm's parts ran one
+    after another, so its wall time is theirs summed (each part's pipeline fills and drains on
+    its own: no arm gains from being cut); its rows are the parts' in order."""
+    arms: dict[str, list[tuple[tuple[int, int], dict]]] = {}
     for r in results:
         for arm in (a for a in ARMS if a in r):
-            if arm in merged:
-                raise ValueError(f"arm {arm} is in more than one output")
-            if [row["file"] for row in r[arm]["rows"]] != files:
-                raise ValueError(f"arm {arm} ran on other candidates than the first output's")
-            merged[arm] = r[arm]
+            arms.setdefault(arm, []).append((tuple(r.get("part") or (1, 1)), r[arm]))
+    merged = {k: v for k, v in results[0].items() if k not in (*ARMS, "part")}
+    merged["command"] = [r["command"] for r in results]
+    files = None
+    for arm, parts in arms.items():
+        parts.sort(key=lambda p: p[0][0])
+        if [k for (k, _), _ in parts] != list(range(1, parts[0][0][1] + 1)) \
+                or len({n for (_, n), _ in parts}) != 1:
+            raise ValueError(f"arm {arm} is in more than one output" if len(parts) > 1
+                             and all(k == parts[0][0] for k, _ in parts) else
+                             f"arm {arm}: parts {[k for k, _ in parts]} are not 1..N of one N")
+        merged[arm] = _joined(arm, [data for _, data in parts])
+        names = [row["file"] for row in merged[arm]["rows"]]
+        if files is None:
+            files = names
+        elif names != files:
+            raise ValueError(f"arm {arm} ran on other candidates than the first output's")
+    if len(results) > 1 and any(r.get("part") for r in results):
+        merged["candidates"] = len(files or [])
+        merged["problems"] = _problems(merged, results)
     return merged
+
+
+def _problems(merged: dict, results: list[dict]) -> int:
+    """Distinct problems over an arm's rows (rows without their problem: the largest part's
+    count, a lower bound)."""
+    rows = next(merged[a]["rows"] for a in ARMS if a in merged)
+    if all("problem" in row for row in rows):
+        return len({row["problem"] for row in rows})
+    return max(r["problems"] for r in results)
+
+
+SUMMED = ("wall_s", "pch_setup_s", "baseline_setup_s", "ray_init_s", "compile_phase_s",
+          "eval_phase_s", "builds_with_pch", "builds_seen")
+
+
+def _joined(arm: str, parts: list[dict]) -> dict:
+    """An arm's parts as one: rows in order, times summed, stage figures over all rows."""
+    if len(parts) == 1:
+        return parts[0]
+    joined = {key: round(sum(p.get(key) or 0 for p in parts), 1) for key in SUMMED
+              if any(key in p for p in parts)}
+    joined["rows"] = [row for p in parts for row in p["rows"]]
+    joined["parts_wall_s"] = [p["wall_s"] for p in parts]
+    joined["stage_s"] = stage_stats(arm, joined["rows"])
+    return joined
+
+
+STOCK_STAGES = {"compile": "build_s", "correct": "correct_s", "timing": "timing_s",
+                "eval_process": "eval_process_s"}
+
+
+def stage_stats(arm: str, rows: list[dict]) -> dict[str, dict]:
+    """Per stage: how many candidates reached it, their seconds summed, the median."""
+    if arm == "stock":
+        return {stage: _stats([r.get(key) for r in rows]) for stage, key in STOCK_STAGES.items()}
+    return {s: _stats([r["stage_seconds"].get(s) for r in rows])
+            for s in ("static", "compile", *DEVICE_STAGES)}
+
+
+def _stats(values: list) -> dict[str, float | int | None]:
+    import statistics
+
+    xs = [v for v in values if v is not None]
+    return {"n": len(xs), "sum": round(sum(xs), 2) if xs else None,
+            "median": round(statistics.median(xs), 2) if xs else None}

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -117,7 +118,24 @@ def os_threads() -> int:
 
 
 def child_processes() -> list[int]:
-    """Processes whose parent is this one (forked by native code, or left by a library)."""
+    """Processes whose parent is this one (forked by native code, or left by a library): the
+    kernel's list of each thread's children, else a scan of every process's parent in /proc
+    (on a busy 16-core host ~10 ms, a dozen times per job)."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # no CONFIG_PROC_CHILDREN
+        return _scan_children()
+    try:
+        tasks = os.listdir("/proc/self/task")
+        found: set[int] = set()
+        for tid in tasks:
+            # a thread that ended meanwhile has no file any more
+            with contextlib.suppress(FileNotFoundError), open(f"/proc/self/task/{tid}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+        return sorted(found)
+    except OSError:
+        return _scan_children()
+
+
+def _scan_children() -> list[int]:
     me, found = os.getpid(), []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():

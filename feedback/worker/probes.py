@@ -111,7 +111,7 @@ class TimingGuard:
         if own_calls == 0:
             raise guards.violation(own_code_violation(["a call among the timed ones"]))
         ref, ref64 = call_reference(h, pristine, want64=self.policy == "fp64-relative")
-        verdict = compare(out, ref, ref64, self.policy)
+        verdict = compare(out, ref, ref64, self.policy, figures=False)
         if not verdict.ok:
             raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result "
                              f"(replayed or memoised result, or different behaviour when timed?): "

@@ -78,8 +78,11 @@ class Comparison:
         return self.status == Status.ok
 
 
-def compare(got: Any, ref: Any, ref64: Any | None, policy: str) -> Comparison:
-    """Compare two output structures (a tensor, or tuples/lists of them, or plain values)."""
+def compare(got: Any, ref: Any, ref64: Any | None, policy: str, figures: bool = True) -> Comparison:
+    """Compare two output structures (a tensor, or tuples/lists of them, or plain values).
+    `figures=False`: a passing verdict carries no error figures (zeros), which saves passes over
+    the data (the time job's probes and spot checks read the verdict only); a failing one is
+    the full comparison."""
     pairs, problem = _flatten(got, ref, ref64, "output")
     if problem:
         return problem
@@ -89,7 +92,7 @@ def compare(got: Any, ref: Any, ref64: Any | None, policy: str) -> Comparison:
             if not _same_value(g, r):
                 return Comparison(Status.mismatch, f"{path}: got {g!r}, expected {r!r}")
             continue
-        one = _compare_tensor(path, g, r, r64, policy)
+        one = _compare_tensor(path, g, r, r64, policy, figures)
         if not one.ok:
             return one
         verdicts.append(one)
@@ -102,6 +105,20 @@ def compare(got: Any, ref: Any, ref64: Any | None, policy: str) -> Comparison:
     worst.mean_rel = sum(v.mean_rel for v in verdicts) / len(verdicts)
     worst.notes = sorted({n for v in verdicts for n in v.notes})
     return worst
+
+
+def every_path(ref: Any, ref64: Any | None, policy: str) -> None:
+    """`compare` of the reference's output with itself down each of its paths (with and without
+    figures, and the general one that non-finite values take): the trusted operators a trial
+    runs are recorded from this (harness.py), so each path's must be among them."""
+    compare(ref, ref, ref64, policy)
+    compare(ref, ref, ref64, policy, figures=False)
+    pairs, _ = _flatten(ref, ref, ref64, "output")
+    for path, g, r, r64 in pairs:
+        if isinstance(r, torch.Tensor) and r.is_floating_point() and not r.is_complex():
+            use = policy if r64 is not None or policy != "fp64-relative" else "kernelbench"
+            target = (r64 if use == "fp64-relative" else r).to(torch.float64)
+            _compare_general(path, g.to(torch.float64), target, r, tolerance_for(use, r.dtype))
 
 
 def _flatten(got: Any, ref: Any, ref64: Any, path: str):
@@ -134,7 +151,7 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 def _compare_tensor(path: str, got: torch.Tensor, ref: torch.Tensor, ref64: torch.Tensor | None,
-                    policy: str) -> Comparison:
+                    policy: str, figures: bool = True) -> Comparison:
     if got.shape != ref.shape:
         return Comparison(Status.shape_mismatch,
                           f"{path}: shape {list(got.shape)}, expected {list(ref.shape)}")
@@ -148,12 +165,77 @@ def _compare_tensor(path: str, got: torch.Tensor, ref: torch.Tensor, ref64: torc
     if not ref.is_floating_point():
         return _compare_exact(path, got, ref)
     if policy == "fp64-relative" and (ref64 is None or not ref64.is_floating_point()):
-        verdict = _compare_tensor(path, got, ref, None, "kernelbench")
+        verdict = _compare_tensor(path, got, ref, None, "kernelbench", figures)
         verdict.notes.append("float64 reference unavailable; kernelbench tolerance used")
         return verdict
     tol = tolerance_for(policy, ref.dtype)
     target = ref64.to(torch.float64) if policy == "fp64-relative" else ref.to(torch.float64)
     value = got.to(torch.float64)
+    verdict = _compare_finite(path, value, target, ref, tol, figures)
+    if verdict is None and not figures:  # it did not pass as it stands: the whole comparison
+        verdict = _compare_finite(path, value, target, ref, tol)
+    return verdict if verdict is not None else _compare_general(path, value, target, ref, tol)
+
+
+def _compare_finite(path: str, value: torch.Tensor, target: torch.Tensor, ref: torch.Tensor,
+                    tol: Tolerance, figures: bool = True) -> Comparison | None:
+    """`_compare_general`'s verdict and figures, equal to the last bit, for outputs whose every
+    element is finite in both tensors (None otherwise): about half the passes over the data and
+    two device synchronisations instead of a dozen, no boolean indexing. On the H200 the general
+    path took ~0.1 s for a large elementwise output, 24 times per candidate timing (its probes and
+    spot checks) and 13 times per correctness job: most of their hold on the device. Without
+    `figures`, a pass without figures or None."""
+    v, t = value.reshape(-1), target.reshape(-1)
+    if t.numel() == 0:
+        return None
+    err = (v - t).abs_()
+    target_abs = t.abs()
+    scale_t = target_abs.max()
+    if tol.policy == "fp64-relative":
+        ref_err_t = (ref.to(torch.float64).reshape(-1) - t).abs_().nan_to_num_(0.0, 0.0, 0.0).max()
+    else:
+        ref_err_t = scale_t
+    finite, scale, ref_err = torch.stack([torch.isfinite(err).all().to(torch.float64), scale_t,
+                                          ref_err_t]).tolist()
+    if not finite:  # |v - t| is finite exactly where both are (or it overflowed: the general path)
+        return None
+    if tol.policy == "fp64-relative":
+        allowed = torch.full_like(err, tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny)
+    else:
+        allowed = tol.atol + tol.rtol * target_abs
+    rel = err / (target_abs + torch.finfo(ref.dtype).eps * scale + torch.finfo(ref.dtype).tiny)
+    ratio = err / allowed
+    if not figures:
+        return None if bool((ratio > 1).any()) else Comparison(tolerance=tol)
+    worst_t = ratio.argmax()
+    figures = torch.stack([err.max(), err.mean(), rel.max(), rel.mean(), ratio[worst_t], t[worst_t],
+                           v[worst_t], (ratio > 1).sum().to(torch.float64), err[worst_t],
+                           allowed[worst_t], worst_t.to(torch.float64)]).tolist()
+    max_abs, mean_abs, max_rel, mean_rel, excess, expected, got, over, err_w, allowed_w, worst = figures
+    return _verdict(path, tol, int(worst), ref.shape, err.numel(), int(over), max_abs, mean_abs,
+                    max_rel, mean_rel, excess, expected, got, err_w, allowed_w)
+
+
+def _verdict(path: str, tol: Tolerance, flat_worst: int, shape: torch.Size, numel: int, over: int,
+             max_abs: float, mean_abs: float, max_rel: float, mean_rel: float, excess: float,
+             expected: float, got: float, err_w: float, allowed_w: float) -> Comparison:
+    """The Comparison of a float output from its figures (both paths)."""
+    result = Comparison(tolerance=tol, max_abs=max_abs, mean_abs=mean_abs, max_rel=max_rel,
+                        mean_rel=mean_rel, excess=excess, worst_index=_unravel(flat_worst, shape),
+                        expected=expected, got=got)
+    if over:
+        result.status = Status.mismatch
+        result.message = (f"{path}: {over} of {numel} elements outside tolerance ({tol.policy}); "
+                          f"worst at {result.worst_index}: expected {result.expected:.8g}, got "
+                          f"{result.got:.8g} (|error| {err_w:.3g}, allowed "
+                          f"{allowed_w:.3g}); max abs error {result.max_abs:.3g}")
+    return result
+
+
+def _compare_general(path: str, value: torch.Tensor, target: torch.Tensor, ref: torch.Tensor,
+                     tol: Tolerance) -> Comparison:
+    """Any float output, non-finite values included (their pattern must be the reference's)."""
+    policy = tol.policy
     finite = torch.isfinite(target)
     bad = _nonfinite_mismatch(value, target, finite)
     if bad is not None:
@@ -175,18 +257,11 @@ def _compare_tensor(path: str, got: torch.Tensor, ref: torch.Tensor, ref64: torc
     ratio = err / allowed
     worst = int(ratio.argmax().item())
     flat_worst = int(torch.nonzero(finite.flatten())[worst].item())
-    result = Comparison(tolerance=tol, max_abs=err.max().item(), mean_abs=err.mean().item(),
-                        max_rel=rel.max().item(), mean_rel=rel.mean().item(),
-                        excess=ratio[worst].item(), worst_index=_unravel(flat_worst, ref.shape),
-                        expected=target[worst].item(), got=value[worst].item())
     over = int((ratio > 1).sum().item())
-    if over:
-        result.status = Status.mismatch
-        result.message = (f"{path}: {over} of {err.numel()} elements outside tolerance ({tol.policy}); "
-                          f"worst at {result.worst_index}: expected {result.expected:.8g}, got "
-                          f"{result.got:.8g} (|error| {err[worst].item():.3g}, allowed "
-                          f"{allowed[worst].item():.3g}); max abs error {result.max_abs:.3g}")
-    return result
+    return _verdict(path, tol, flat_worst, ref.shape, err.numel(), over, err.max().item(),
+                    err.mean().item(), rel.max().item(), rel.mean().item(), ratio[worst].item(),
+                    target[worst].item(), value[worst].item(), err[worst].item(),
+                    allowed[worst].item())
 
 
 def _nonfinite_mismatch(value: torch.Tensor, target: torch.Tensor, finite: torch.Tensor) -> int | None:

@@ -106,3 +106,35 @@ def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_pat
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].endswith("a.py: ok compile 31.2 timing 2.0")
     assert "b.py: compile_error compile 12.0" in printed[1]
+
+
+def test_parts_of_an_arm_from_separate_calls_join_with_their_walls_summed(result):
+    """`--part K/N`: each part's wall time adds up; rows keep the folder's order."""
+    def part(k: int, files: slice, wall: float) -> dict:
+        rows = result["framework"]["rows"][files]
+        return {"date": "2026-12-01", "candidates": len(rows), "problems": len(rows),
+                "command": f"part {k}", "part": [k, 2],
+                "framework": {"wall_s": wall, "pch_setup_s": 5.0, "rows": rows,
+                              "stage_s": {}}}
+    one, two = part(1, slice(0, 2), 100.0), part(2, slice(2, 3), 80.0)
+    for row, problem in zip(result["framework"]["rows"], ("p1", "p1", "p2")):
+        row["problem"] = problem
+    merged = merge([two, one])
+    assert [r["file"] for r in merged["framework"]["rows"]] == ["a.py", "b.py", "c.py"]
+    assert merged["framework"]["wall_s"] == 180.0 and merged["framework"]["pch_setup_s"] == 10.0
+    assert merged["framework"]["parts_wall_s"] == [100.0, 80.0]
+    assert merged["framework"]["stage_s"]["compile"] == {"n": 3, "sum": 60.0, "median": 20.0}
+    assert (merged["candidates"], merged["problems"]) == (3, 2)
+    assert summary(merged)["framework_per_hour"] == 60.0  # 3 candidates in 180 s
+    with pytest.raises(ValueError, match="not 1..N"):
+        merge([one])
+
+
+def test_part_slices_cover_every_candidate_once():
+    from experiments.bench.throughput import _part
+
+    slices = [_part(f"{k}/3", 41) for k in (1, 2, 3)]
+    assert [(a, b) for *_, a, b in slices] == [(0, 13), (13, 27), (27, 41)]
+    for bad in ("0/3", "4/3", "3", "a/b", "2/50"):
+        with pytest.raises(ValueError):
+            _part(bad, 41)

@@ -174,3 +174,22 @@ def test_held_outputs_must_not_share_memory_found_by_one_sort():
                     [base, torch.zeros(2), (torch.zeros(3), base[10:12])]):  # inside a tuple
         with pytest.raises(Exception, match="earlier call"):
             guards.check_apart(outputs)
+
+
+def test_child_processes_finds_the_children_of_every_thread_as_the_proc_scan_does():
+    import subprocess
+    import threading
+
+    from feedback.worker.guards import _scan_children, child_processes
+
+    started = [subprocess.Popen(["sleep", "30"])]
+    thread = threading.Thread(target=lambda: started.append(subprocess.Popen(["sleep", "30"])))
+    thread.start()
+    thread.join()
+    try:
+        pids = {p.pid for p in started}
+        assert pids <= set(child_processes()) and set(child_processes()) == set(_scan_children())
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()

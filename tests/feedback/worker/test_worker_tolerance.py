@@ -91,3 +91,57 @@ def test_missing_float64_reference_falls_back_to_kernelbench():
     ref = torch.ones(3)
     verdict = compare(ref + 5e-5, ref, None, "fp64-relative")
     assert verdict.ok and verdict.notes and "kernelbench" in verdict.notes[0]
+
+
+@pytest.mark.parametrize("policy", ["fp64-relative", "kernelbench", "kernelbench-v0"])
+@pytest.mark.parametrize("case", ["honest", "one_off", "many_off", "transposed", "zeros", "half"])
+def test_the_all_finite_path_gives_the_general_paths_verdict_to_the_last_bit(policy, case):
+    """`_compare_finite` (every element finite: fewer passes, two synchronisations) must agree
+    with `_compare_general` in status, message and every figure."""
+    from dataclasses import asdict
+
+    from feedback.worker.tolerance import _compare_finite, _compare_general
+
+    dtype = torch.float16 if case == "half" else torch.float32
+    x = torch.randn(37, 53, dtype=torch.float64)
+    ref64 = torch.tanh(x) * 3
+    ref = ref64.to(dtype)
+    got = ref.clone() + (torch.randn_like(ref64) * 1e-6).to(dtype)
+    if case == "one_off":
+        got[5, 7] += 0.25
+    elif case == "many_off":
+        got[::3] *= 1.05
+    elif case == "transposed":
+        got = got.t().contiguous().t()  # same values, other strides
+    elif case == "zeros":
+        ref, ref64, got = ref * 0, ref64 * 0, got * 0
+    tol = tolerance_for(policy, ref.dtype)
+    target = (ref64 if policy == "fp64-relative" else ref).to(torch.float64)
+    fast = _compare_finite("output", got.to(torch.float64), target, ref, tol)
+    slow = _compare_general("output", got.to(torch.float64), target, ref, tol)
+    assert fast is not None and asdict(fast) == asdict(slow)
+    assert fast.ok == (case not in ("one_off", "many_off"))
+
+
+def test_a_non_finite_element_leaves_the_finite_path():
+    from feedback.worker.tolerance import _compare_finite
+
+    ref = torch.ones(8)
+    for bad in (float("nan"), float("inf")):
+        got = ref.clone()
+        got[3] = bad
+        tol = tolerance_for("kernelbench", ref.dtype)
+        assert _compare_finite("output", got.double(), ref.double(), ref, tol) is None
+        assert _compare_finite("output", ref.double(), got.double(), got, tol) is None
+        assert compare(got, ref, None, "kernelbench").status == Status.mismatch
+
+
+def test_a_verdict_without_figures_passes_as_the_full_one_and_fails_with_its_message():
+    ref = torch.randn(16, 16)
+    ok = compare(ref.clone(), ref, ref.double(), "fp64-relative", figures=False)
+    assert ok.ok and ok.max_abs == 0.0
+    got = ref.clone()
+    got[3, 4] += 1.0
+    full = compare(got, ref, ref.double(), "fp64-relative")
+    quick = compare(got, ref, ref.double(), "fp64-relative", figures=False)
+    assert not quick.ok and quick.message == full.message and quick.worst_index == [3, 4]
