@@ -39,7 +39,7 @@ def trace_jobs(path: str) -> None:
     launch, locked = job.launch, job.locked
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
-        here.wait, here.held = None, None
+        here.wait, here.held, here.holds = None, None, []
         start, began, run = time.monotonic(), time.time(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)
@@ -47,7 +47,8 @@ def trace_jobs(path: str) -> None:
         finally:
             row = {"kind": kind, "role": role, "problem": problem.id, "began": round(began, 2),
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
-                   "held_s": here.held, "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+                   "held_s": here.held, "holds": here.holds,
+                   "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                    "phases": run.report.phases if run is not None else {}}
             with open(path, "a") as log:
                 log.write(json.dumps(row) + "\n")
@@ -59,16 +60,34 @@ def trace_jobs(path: str) -> None:
         asked = time.monotonic()
         with locked(lock_path, shared):
             here.wait = round((here.wait or 0.0) + time.monotonic() - asked, 2)
-            got = time.monotonic()
+            got, since = time.monotonic(), time.time()
             try:
                 yield
             finally:
                 here.held = round((here.held or 0.0) + time.monotonic() - got, 2)
+                here.holds.append([round(since, 3), round(time.time(), 3)])
 
     job.launch, job.locked = traced_launch, traced_locked
     import feedback.evaluate  # it imported launch by name: point it at the wrapper too
 
     feedback.evaluate.launch = traced_launch
+
+
+def busy_seconds(rows: list[dict]) -> float:
+    """Seconds in which some job held the device, over job-log rows (their `holds`; a row from
+    before they were logged: its `held_s` taken as ending with the job). Shared holds that
+    overlap count once."""
+    spans = sorted(span for row in rows if row.get("held_s") for span in (
+        row.get("holds") or [[row["began"] + row["seconds"] - row["held_s"],
+                              row["began"] + row["seconds"]]]))
+    busy, start, end = 0.0, None, None
+    for lo, hi in spans:
+        if end is None or lo > end:
+            busy += (end - start) if end is not None else 0.0
+            start, end = lo, hi
+        else:
+            end = max(end, hi)
+    return round(busy + ((end - start) if end is not None else 0.0), 1)
 
 
 def jobs(path) -> dict[str, dict]:

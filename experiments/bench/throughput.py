@@ -127,7 +127,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
         evaluator = RayEvaluator(cache_dir=cache)
         extra["ray_init_s"] = round(time.monotonic() - start, 1)
         devices = [args.device] * evaluator.admission(args.backend).device_slots
-    start = time.monotonic()
+    start, began = time.monotonic(), time.time()
     results: list = [None] * len(items)
     try:
         for i, r in iter_evaluate(items, options, devices, args.compile_workers, evaluator):
@@ -144,6 +144,11 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
              "message": r.message[:500] if r.status.value != "ok" else ""}
             for c, r in zip(candidates, results)]
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
+    if executor == "local":  # Ray's jobs run in its actors' processes, out of this job log
+        from experiments.bench.testlog import busy_seconds
+
+        logged = [json.loads(line) for line in Path(args.joblog).read_text().splitlines()]
+        extra["device_busy_s"] = busy_seconds([r for r in logged if r["began"] >= began])
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
             "builds_seen": len(decisions),
@@ -283,10 +288,12 @@ def main(argv: list[str] | None = None) -> int:
                     "cpus": os.cpu_count()}
     if part:
         result["part"] = list(part[:2])
-    if os.environ.get("KERNEL_REFINE_JOBLOG"):  # each device job's wait and hold, as it ends
-        from experiments.bench.testlog import trace_jobs
+    # each device job's wait and holds, as it ends: the device's busy seconds come from there
+    from experiments.bench.testlog import trace_jobs
 
-        trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
+    args.joblog = os.environ.get("KERNEL_REFINE_JOBLOG") or str(args.out.with_suffix(".joblog.jsonl"))
+    Path(args.joblog).touch()
+    trace_jobs(args.joblog)
     for arm in arms:  # framework first, each on a cold cache of its own
         with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
             result[arm] = (stock_arm(candidates, args) if arm == "stock" else

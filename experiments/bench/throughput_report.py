@@ -19,15 +19,17 @@ def per_hour(result: dict, arm: str) -> float | None:
 def summary(result: dict) -> dict:
     """The issue-13 record (docs/data/p2-h200.json), computed from this run's arms only.
 
-    `build_median_s`: the framework arm's median compile stage; `device_s_per_candidate`: its
-    correctness + timing + profile seconds summed over the candidates that reached them, per such
-    candidate (what the device spent on each; the baselines a batch times ahead of its candidates,
-    `LocalEvaluator.baselines`, are in the arm's wall time but in no candidate's stages).
+    `build_median_s`: the framework arm's median compile stage; `device_s_per_candidate`: the
+    seconds in which some job of the arm held the device (`device_busy_s`: candidates' and
+    baselines' jobs, from the job log), per candidate. A result from before the job log was kept
+    has no `device_busy_s`: then its correctness + timing + profile stage seconds per candidate
+    that reached them, which include the waits for the device.
     """
     fw = result.get("framework") or {}
     rows = fw.get("rows", [])
     device = [sum(r["stage_seconds"].get(s, 0.0) for s in DEVICE_STAGES) for r in rows
               if any(s in r["stage_seconds"] for s in DEVICE_STAGES)]
+    busy = fw.get("device_busy_s")
     names = [r["device"] for arm in ("framework", "ray") for r in (result.get(arm) or {})
              .get("rows", []) if r.get("device")]
     return {"date": result["date"], "device": names[0] if names else None,
@@ -37,7 +39,8 @@ def summary(result: dict) -> dict:
             "kernelbench_per_hour": per_hour(result, "stock"),
             "ray_per_hour": per_hour(result, "ray"),
             "build_median_s": fw.get("stage_s", {}).get("compile", {}).get("median"),
-            "device_s_per_candidate": round(sum(device) / len(device), 2) if device else None}
+            "device_s_per_candidate": round(busy / len(rows), 2) if busy is not None and rows
+            else round(sum(device) / len(device), 2) if device else None}
 
 
 def differing_verdicts(result: dict) -> list[str] | None:
@@ -118,15 +121,15 @@ def _problems(merged: dict, results: list[dict]) -> int:
 
 
 SUMMED = ("wall_s", "pch_setup_s", "baseline_setup_s", "ray_init_s", "compile_phase_s",
-          "eval_phase_s", "builds_with_pch", "builds_seen")
+          "eval_phase_s", "builds_with_pch", "builds_seen", "device_busy_s")
 
 
 def _joined(arm: str, parts: list[dict]) -> dict:
     """An arm's parts as one: rows in order, times summed, stage figures over all rows."""
     if len(parts) == 1:
         return parts[0]
-    joined = {key: round(sum(p.get(key) or 0 for p in parts), 1) for key in SUMMED
-              if any(key in p for p in parts)}
+    joined = {key: round(sum(p[key] for p in parts), 1) for key in SUMMED
+              if all(key in p for p in parts)}  # a figure some part lacks is not summed
     joined["rows"] = [row for p in parts for row in p["rows"]]
     joined["parts_wall_s"] = [p["wall_s"] for p in parts]
     joined["stage_s"] = stage_stats(arm, joined["rows"])

@@ -138,3 +138,18 @@ def test_part_slices_cover_every_candidate_once():
     for bad in ("0/3", "4/3", "3", "a/b", "2/50"):
         with pytest.raises(ValueError):
             _part(bad, 41)
+
+
+def test_device_seconds_per_candidate_are_the_busy_seconds_of_the_job_log(result):
+    """Overlapping shared holds count once; the baselines' holds count too."""
+    from experiments.bench.testlog import busy_seconds
+
+    rows = [{"kind": "correct", "began": 0.0, "seconds": 5.0, "held_s": 4.0, "holds": [[1.0, 5.0]]},
+            {"kind": "correct", "began": 0.0, "seconds": 6.0, "held_s": 3.0, "holds": [[3.0, 6.0]]},
+            {"kind": "time", "began": 6.0, "seconds": 4.0, "held_s": 2.0,
+             "holds": [[7.0, 8.0], [8.5, 9.5]]},
+            {"kind": "time", "began": 20.0, "seconds": 3.0, "held_s": 1.5},  # logged before holds
+            {"kind": "build", "began": 0.0, "seconds": 40.0, "held_s": None}]
+    assert busy_seconds(rows) == 5.0 + 1.0 + 1.0 + 1.5
+    result["framework"]["device_busy_s"] = 30.0
+    assert summary(result)["device_s_per_candidate"] == 10.0  # 30 s over its 3 candidates

@@ -1,0 +1,24 @@
+"""The worker profile runs real worker jobs in-process and says where their seconds went."""
+
+from __future__ import annotations
+
+import json
+
+from experiments.bench.worker_profile import main
+
+
+def test_each_job_is_profiled_twice_with_its_phases(tmp_path, capsys):
+    assert main(["--problems", "19_relu", "--jobs", "correct/candidate", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "jobs.json").read_text())
+    assert [r["job"] for r in rows] == ["19_relu-correct-candidate-0", "19_relu-correct-candidate-1"]
+    assert all(r["status"] == "ok" and "trials" in r["phases"] for r in rows)
+    assert "run_correct" in (tmp_path / "19_relu-correct-candidate-1.txt").read_text()
+    assert capsys.readouterr().out.count('"status": "ok"') == 2
+
+
+def test_an_unknown_job_is_a_one_line_error(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["--jobs", "time/nobody", "--out", str(tmp_path)])
+    assert "--jobs: unknown" in capsys.readouterr().err
