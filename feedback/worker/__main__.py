@@ -92,12 +92,10 @@ def _import_ahead(signal_fd: int) -> None:
     set them when starting it)."""
     import torch  # noqa: F401
 
-    # a correctness or time job's own modules too: `run_job` imports them otherwise, while the
-    # job holds the device (0.1-0.2 s)
-    import feedback.worker.correct
-    import feedback.worker.run
-    import feedback.worker.timing  # noqa: F401
     from feedback.job import READY
+    from feedback.worker.run import import_ahead
+
+    import_ahead()
 
     try:
         os.write(signal_fd, READY)

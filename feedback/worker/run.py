@@ -20,6 +20,23 @@ from feedback.worker import audit, devices, harness, phases
 from feedback.worker.caches import configure_environment
 from feedback.worker.errors import JobFailure, format_exception
 
+AHEAD = ("feedback.worker.correct", "feedback.worker.timing", "feedback.worker.environment",
+         "torch.utils.cpp_extension", "numpy.random")
+"""What a job imports on its way besides torch and this module: a standby worker imports them
+before its job arrives (`import_ahead`), else the job does it while it holds the device (about
+130 modules, setuptools through torch.utils.cpp_extension among them; H200 runs 43-44: the jobs'
+`other` 0.60 -> 0.39 s with the first two ahead)."""
+
+
+def import_ahead() -> None:
+    import importlib
+
+    for name in AHEAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # numpy is optional to torch; the job then does without it too
+            pass
+
 
 def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = None) -> WorkerReport:
     """Dispatch on `job.kind`; never raises (except for interpreter-ending signals).

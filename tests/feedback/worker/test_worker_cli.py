@@ -74,3 +74,31 @@ def test_an_unreadable_job_file_exits_non_zero(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "feedback.worker", str(bad)], cwd=REPO,
                           capture_output=True, timeout=120)
     assert proc.returncode == 2 and b"cannot read the job file" in proc.stderr
+
+
+def test_a_job_after_the_standby_imports_imports_little_more(tmp_path):
+    """What `import_ahead` leaves out, a job imports while it holds the device."""
+    import subprocess
+    import sys
+
+    from tests.feedback.worker.workerkit import REPO
+
+    script = f"""
+import sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {str(REPO / 'tests/feedback/worker')!r})
+import torch
+from feedback.worker.run import import_ahead, run_job
+import_ahead()
+from workerkit import Kit, GELU
+kit = Kit(Path({str(tmp_path)!r}))
+job = kit.job("correct", GELU, "import torch\\nclass ModelNew(torch.nn.Module):\\n    def forward(self, x):\\n        return torch.nn.functional.gelu(x)\\n")
+before = set(sys.modules)
+report = run_job(job)
+print(report.status.value, sorted({{m.split('.')[0] for m in set(sys.modules) - before}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False,
+                         timeout=300).stdout.strip().splitlines()[-1]
+    status, roots = out.split(" ", 1)
+    assert status == "ok"
+    assert not {"setuptools", "distutils", "numpy", "filelock"} & set(eval(roots)), roots
