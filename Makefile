@@ -9,10 +9,11 @@ export CUDA_HOME ?= /usr/local/cuda
 $(BIN)/kernel-refine-installed: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	# --no-cache-dir: the wheels (about 4 GB with torch's CUDA libraries) are not kept a second time
 	# CUDA build of torch (compiles CUDA extensions here with nvcc, even without a GPU); see docs/setup.md
-	$(BIN)/pip install -q "torch==2.14.1"
+	$(BIN)/pip install -q --no-cache-dir "torch==2.14.1"
 	# ray: the --executor ray backend (docs/scaling.md), tested in CI on a local Ray instance
-	$(BIN)/pip install -q -e ".[dev,ray]"
+	$(BIN)/pip install -q --no-cache-dir -e ".[dev,ray]"
 	touch $@
 
 install: $(BIN)/kernel-refine-installed

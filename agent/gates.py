@@ -8,7 +8,8 @@ trajectories off the thread pool). On the cpp backend the device *is* the host, 
 would steal the cores being timed: there a timing run waits until no compile or correctness
 check is running, and holds them off while it measures. With the Ray executor the stages run on
 the cluster: the gates then admit as many compiles as the cluster has free CPUs and as many
-correctness/timing jobs as there are stage workers (`RayEvaluator.admission`), and Ray places them.
+correctness/timing jobs as the stage workers have lanes (`RayEvaluator.admission`), and Ray
+places them.
 
 Admitted stages run on the gates' own worker threads (`EvalGates.run`), one per slot, never on
 asyncio's default pool: there the run's store reads and writes and the LLM client's work would
@@ -159,7 +160,7 @@ class EvalGates:
         backend: the run's backend (`cpp` shares the host between compiles and the device).
         cpu_slots: concurrent compiles (None = the host's CPU count).
         device_slots: concurrent correctness/timing jobs (1 per GPU of this host; a Ray
-            executor's pool of stage workers has one slot per worker).
+            executor's pool of stage workers has one slot per lane of each worker).
         remote: the stages run on other machines (a Ray cluster): on cpp, timing then no longer
             shares this host's cores with compiles, so it passes the device gate like a GPU.
         trace: keep every call's times in `calls` (benchmarks; memory grows with the run).

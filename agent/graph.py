@@ -92,7 +92,9 @@ async def record_feedback(state: State, runtime: Runtime[Context]) -> dict:
     attempt = Attempt(candidate=state["candidate"], result=state["result"],
                       gpu_seconds=state["device_seconds"])
     if not state["from_store"]:
-        await asyncio.to_thread(ctx.store.write_attempt, attempt)
+        # Not replacing: a process killed after this write but before this step's writes were
+        # saved re-runs this node on resume, and the attempt stored then stands.
+        await asyncio.to_thread(ctx.store.write_attempt, attempt, replace=False)
     best = state["best"]
     if improves(attempt, state["history"][best] if best is not None else None, ctx.noise_margin):
         best = len(state["history"])

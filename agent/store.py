@@ -97,12 +97,14 @@ class RunStore:
         conn.executescript(_SCHEMA)
         return conn
 
-    def write_attempt(self, attempt: Attempt) -> None:
-        """Insert one attempt; writing the same (problem, index, turn) again replaces it."""
+    def write_attempt(self, attempt: Attempt, *, replace: bool = True) -> None:
+        """Insert one attempt. Writing the same (problem, index, turn) again replaces it, or,
+        with `replace=False`, leaves the stored one (and its `written_at`) as it is."""
         c, r = attempt.candidate, attempt.result
         with self._connect() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?)",
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO attempts "
+                "VALUES (?,?,?,?,?,?,?,?)",
                 (c.problem_id, c.index, c.turn, r.status.value if r else "no_code",
                  r.speedup_eager if r else None, r.speedup_compile if r else None,
                  attempt.model_dump_json(), time.time()),

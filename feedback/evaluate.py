@@ -28,6 +28,7 @@ from feedback.api import Evaluator
 from feedback.compile import BuildPaths, compile_candidate, locate, path_names
 from feedback.environment import device_index, host_environment, known_device, roofline
 from feedback.job import (
+    BASELINE_ROLES,
     BUILD_FILE_BYTES,
     RUN_FILE_BYTES,
     JobRun,
@@ -42,7 +43,6 @@ from feedback.static import render, screen
 from problems.cli import CLIParser
 from problems.record import Problem
 from problems.spec import SpecError, select
-
 
 SHORT_OF_MEMORY = re.compile(
     r"out of memory|ALLOC_FAILED|NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_INTERNAL_ERROR")
@@ -73,17 +73,18 @@ def device_lock(options: EvalOptions, gpu: bool = True) -> Path:
 def _run(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,
          paths: BuildPaths | None, alone: bool = False) -> JobRun:
     """One worker job on the evaluation device, holding that device's lock (`alone`: even a
-    correctness job holds it by itself)."""
+    correctness job holds it by itself); a `baselines` job has a time limit per part."""
     gpu = backend != "cpp"
     root = Path(options.cache_dir).resolve()
     ext = paths.extensions_dir if paths is not None else root / "inductor"
     ext.mkdir(parents=True, exist_ok=True)
     (root / "inductor").mkdir(parents=True, exist_ok=True)
+    parts = len(BASELINE_ROLES) if role == "baselines" else 1
     return launch(kind, problem, backend, options, role=role,
                   candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
                   arch=paths.arch if paths is not None else None,
                   gpu_index=device_index(options.device) if gpu else None,
-                  timeout_s=options.run_timeout_s, writable=[root / "inductor"],
+                  timeout_s=options.run_timeout_s * parts, writable=[root / "inductor"],
                   device_lock=device_lock(options, gpu), alone=alone,
                   max_output_bytes=RUN_FILE_BYTES if role == "candidate" else BUILD_FILE_BYTES)
 
@@ -105,22 +106,52 @@ def _merge(old: list[str], new: list[str]) -> list[str]:
     return old + [w for w in new if w not in old]
 
 
+def _references(problem: Problem, kind: str, roles: Sequence[str], backend: Backend,
+                options: EvalOptions, device_name: str | None) -> dict[str, WorkerReport]:
+    """Baselines' reports by role, from the cache when this device/torch/size measured them
+    before; those missing are measured by one job (a `baselines` job when it is both time
+    baselines) and cached when they pass."""
+    paths = {role: cache.reference_path(options, problem, kind, role, backend, device_name)
+             for role in roles}
+
+    def cached() -> dict[str, WorkerReport]:
+        hits = {role: cache.read_record(path, WorkerReport) if path else None
+                for role, path in paths.items()}
+        return {role: hit for role, hit in hits.items() if hit is not None}
+    found = cached()
+    if len(found) == len(roles):
+        return found
+    # one measurement of a baseline at a time: a batch's early one and a candidate's (the locks
+    # in one order, so two measurements of overlapping roles cannot wait for each other)
+    with contextlib.ExitStack() as held:
+        for role in sorted(role for role in roles if role not in found and paths[role]):
+            held.enter_context(cache.locked(paths[role].with_suffix(".lock")))
+        found = cached()
+        missing = [role for role in roles if role not in found]
+        if not missing:
+            return found
+        both = kind == "time" and tuple(missing) == BASELINE_ROLES
+        for job_role, measured in [("baselines", missing)] if both else [(r, [r]) for r in missing]:
+            run = _run(kind, job_role, problem, backend, options, None)
+            parts = {part.role: part for part in run.report.parts} if run.trusted else {}
+            for role in measured:
+                report = parts[role].model_copy(update={"environment": run.report.environment}) \
+                    if role in parts else run.report.model_copy(update={"role": role, "parts": []})
+                if paths[role] and run.trusted and report.status == Status.ok:
+                    cache.write_record(paths[role], report)
+                found[role] = report
+    return found
+
+
 def _reference(problem: Problem, kind: str, role: str, backend: Backend, options: EvalOptions,
                device_name: str | None) -> WorkerReport:
-    """A baseline's report, from the cache when this device/torch/size measured it before."""
-    path = cache.reference_path(options, problem, kind, role, backend, device_name)
-    hit = cache.read_record(path, WorkerReport) if path else None
-    if hit is not None:
-        return hit
-    # one measurement of a baseline at a time: a batch's early one and a candidate's
-    with cache.locked(path.with_suffix(".lock")) if path else contextlib.nullcontext():
-        hit = cache.read_record(path, WorkerReport) if path else None
-        if hit is not None:
-            return hit
-        run = _run(kind, role, problem, backend, options, None)
-        if path and run.trusted and run.report.status == Status.ok:
-            cache.write_record(path, run.report)
-        return run.report
+    """One baseline's report (`_references`)."""
+    return _references(problem, kind, (role,), backend, options, device_name)[role]
+
+
+def _time_roles(options: EvalOptions) -> tuple[str, ...]:
+    """The time baselines `options` ask for."""
+    return BASELINE_ROLES if options.compile_baseline else BASELINE_ROLES[:1]
 
 
 def _built_here(problem: Problem, code: str, backend: Backend, options: EvalOptions,
@@ -194,8 +225,7 @@ class LocalEvaluator:
         device = known_device(host_environment(backend, options.device))
         if device is None:
             return
-        for role in ("eager", "compiled") if options.compile_baseline else ("eager",):
-            _reference(problem, "time", role, backend, options, device)
+        _references(problem, "time", _time_roles(options), backend, options, device)
         if options.profile:
             _reference(problem, "profile", "eager", backend, options, device)
 
@@ -214,9 +244,8 @@ class LocalEvaluator:
                 return _fail(result, "timing", run.report, names, time.monotonic() - start)
             mine, eager, compiled = run.report, None, None
             if options.baselines:
-                eager = _reference(problem, "time", "eager", backend, options, device)
-                if options.compile_baseline:
-                    compiled = _reference(problem, "time", "compiled", backend, options, device)
+                refs = _references(problem, "time", _time_roles(options), backend, options, device)
+                eager, compiled = refs["eager"], refs.get("compiled")
             result = _timed(result, mine, eager, compiled, options, time.monotonic() - start)
         if options.profile:
             start = time.monotonic()
@@ -290,6 +319,14 @@ GPU_LANES = 4
 CUDA, loads its problem or waits out a hang."""
 
 
+AHEAD_PROBLEMS = 3
+"""Problems whose baselines are timed at once ahead of their candidates in a batch. Each timing
+holds the device only for its timed part; before that its worker imports, builds torch.compile's
+graph and prepares, all without the device. With one problem at a time, the H200 sat idle through
+those steps (runs 43-44: 26-35 s of the first 36-50 s, while the first candidates built) and most
+baselines were left to the candidates' own lanes, after their candidate's timing."""
+
+
 def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                   devices: Sequence[str] | None = None, compile_workers: int | None = None,
                   evaluator: Evaluator | None = None,
@@ -300,7 +337,8 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
     candidate each (None: `GPU_LANES` on this machine's GPUs, 1 for cpp-only batches and for
     another `evaluator`); the device lock lets their correctness jobs overlap and gives each
     timing the device alone. Each problem's baselines are timed into the cache
-    (`LocalEvaluator.baselines`) from the start, while the candidates build. `evaluator` runs
+    (`LocalEvaluator.baselines`, `AHEAD_PROBLEMS` problems at a time) from the start, while the
+    candidates build. `evaluator` runs
     the stages elsewhere (a RayEvaluator: pass one device name per stage actor; the actor picks
     its own GPU); None = this machine. Closing the generator early (a consumer's
     KeyboardInterrupt) cancels the builds not started yet and stops the device workers after
@@ -340,7 +378,7 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
     workers = [threading.Thread(target=device_worker, args=(d,), daemon=True)
                for d in devices for _ in range(lanes)]
     pool = ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2))
-    ahead = ThreadPoolExecutor(1)  # the baselines, one problem after another
+    ahead = ThreadPoolExecutor(AHEAD_PROBLEMS)
     with standby_workers():  # GPU jobs: the next worker starts while the current one runs
         for w in workers:
             w.start()

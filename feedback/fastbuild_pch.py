@@ -13,6 +13,13 @@ Layout: `<root>/<key>/kr_pch.h` (`#include <torch/extension.h>`), `kr_pch.h.gch`
 retried after an hour). Builders hold an `fcntl` lock on `<root>/<key>.lock` and rename the
 finished `.gch` into place, so concurrent builders never see half a PCH, and a builder killed
 halfway leaves only a temporary file that the next one removes.
+
+A PCH of torch's headers is about 800 MB, and each new flag set makes another, so a root keeps at
+most `KERNEL_REFINE_PCH_KEEP` (default 4) of them, plus one for each other flag set being built at
+the same moment: before building one more, the least recently used are evicted (their `ready`,
+then their `.gch`; the small `kr_pch.h` stays). Evicting is always safe: a build that already
+names an evicted header in its `-include` still compiles, GCC then reads the header's text
+(slower, same program), and the flag set's PCH is built again when it is next asked for.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ HEADER = "kr_pch.h"
 FORMAT = "kr-pch-1"  # bump when the layout or the header text changes
 BUILD_TIMEOUT_S = 600.0
 FAILED_RETRY_S = 3600.0
+KEEP_ENV = "KERNEL_REFINE_PCH_KEEP"
+DEFAULT_KEEP = 4
 # Flags after which a TU is no longer a plain compile of the source: a PCH would be wrong or moot.
 _UNSAFE = re.compile(r"^-(include|imacros|x|E$|S$|save-temps|fpreprocessed|fno-pch|H$|M)")
 _OTHER_INCLUDES = re.compile(r"^-(I|iquote|idirafter|iprefix|iwithprefix|isysroot|-sysroot|nostdinc)")
@@ -114,6 +123,7 @@ def ensure_header(root: Path, cxx: str, flags: str) -> Path | None:
         return None
     header = ready_header(root, key)
     if header is not None:
+        _mark_used(header)
         return header
     directory = Path(root) / key
     if _recent_failure(directory):
@@ -123,11 +133,46 @@ def ensure_header(root: Path, cxx: str, flags: str) -> Path | None:
         with locked(Path(root) / f"{key}.lock"):
             header = ready_header(root, key)  # built by a concurrent builder while we waited
             if header is None and not _recent_failure(directory):
+                _make_room(Path(root), besides=key)
                 header = _build(directory, cxx, flags)
     except OSError as exc:
         log.debug("fastbuild: no precompiled header (%s)", exc)
         return None
     return header
+
+
+def keep() -> int:
+    """How many PCHs a root keeps: `KERNEL_REFINE_PCH_KEEP`, else DEFAULT_KEEP.
+
+    Raises ValueError, naming the variable, for anything but a whole number >= 1."""
+    text = os.environ.get(KEEP_ENV, "").strip()
+    if not text:
+        return DEFAULT_KEEP
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"{KEEP_ENV}={text!r}: expected a whole number >= 1 (PCHs kept per cache)")
+    return int(text)
+
+
+def _mark_used(header: Path) -> None:
+    """Record a use of a ready PCH (its `ready` file's mtime): eviction takes the oldest first.
+    A read-only cache (a sandboxed child) records nothing."""
+    with contextlib.suppress(OSError):
+        os.utime(header.parent / "ready")
+
+
+def _make_room(root: Path, besides: str) -> None:
+    """Before `besides` is built: evict the least recently used other ready PCHs of `root`, so
+    that with it the root holds `keep()`."""
+    limit = keep()
+    used = []
+    for ready in root.glob("*/ready"):
+        with contextlib.suppress(OSError):
+            if ready.parent.name != besides:
+                used.append((ready.stat().st_mtime, ready))
+    for _, ready in sorted(used)[:max(0, len(used) - (limit - 1))]:
+        log.info("fastbuild: evicting the PCH in %s (%s keeps %d)", ready.parent, KEEP_ENV, limit)
+        ready.unlink(missing_ok=True)  # first, so nobody takes it for ready while it goes
+        (ready.parent / f"{HEADER}.gch").unlink(missing_ok=True)
 
 
 def _build(directory: Path, cxx: str, flags: str) -> Path | None:

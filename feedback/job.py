@@ -58,8 +58,10 @@ class WorkerJob(BaseModel):
     kind: Literal["build", "correct", "time", "profile"] = Field(
         description="`build` imports the candidate (compiling it into extensions_dir); `correct` "
         "checks it; `time` / `profile` measure `role`.")
-    role: Literal["candidate", "eager", "compiled"] = Field(
-        default="candidate", description="Which program `time`/`profile` measure.")
+    role: Literal["candidate", "eager", "compiled", "baselines"] = Field(
+        default="candidate", description="Which program `time`/`profile` measure; `baselines` "
+        "(time): `eager` then `compiled`, in one process and one hold of the device, each "
+        "reported as a part.")
     problem: Problem
     backend: Backend
     options: EvalOptions
@@ -91,6 +93,10 @@ class WorkerReport(BaseModel):
         default=None, description="Operators (`aten::mm`) the candidate's forward dispatched in "
         "one call, with counts; filled by a passing `correct` job (feedback/worker/ops.py).")
     warnings: list[str] = Field(default_factory=list)
+    parts: list[WorkerReport] = Field(
+        default_factory=list, description="A `baselines` job's reports of its roles, each as its "
+        "own time job would have written it (status, timing, FLOPs); its own status is its first "
+        "failed part's.")
     environment: Environment | None = None
     seconds: float = 0.0
     phases: dict[str, float] = Field(
@@ -102,8 +108,11 @@ class WorkerReport(BaseModel):
         "reference's `imports` and `shared_wait` (before it holds the "
         "device), `compile` (torch.compile), `handoff` (its wait for the device alone), `cost` "
         "(FLOPs and bytes), `clock_reads` (the SM clock before and after), `environment` (the "
-        "report's device and versions), `other` (the rest: a correctness job's work). Where a job's time goes, for benchmarks "
-        "and `make gpu-check`; no verdict reads it.")
+        "report's device and versions), `configure` (caches and the build hook named), a time "
+        "job's `setup` (clock, guards, cores), a correctness job's `kernels` (the device kernels "
+        "of one call, profiled), `precompile` (the compile baseline's inductor build, before it "
+        "holds the device), `other` (the rest: a correctness job's work). "
+        "Where a job's time goes, for benchmarks and `make gpu-check`; no verdict reads it.")
 
 
 RUN_FILE_BYTES = 256 * 1024 ** 2
@@ -133,6 +142,20 @@ def _worker_argv(channel_fd: int, pipes: tuple[int, int] | None = None) -> list[
     return [*worker_entry(), "--channel", str(channel_fd), *standby]
 
 
+AHEAD_ENV = "KERNEL_REFINE_AHEAD"
+"""Set to `compile` in the environment of a compile baseline's time job: its standby worker then
+imports torch.compile's modules too before it says it is ready (feedback/worker/run.py,
+`import_ahead`). Those imports took 6-10 s per compile baseline on a busy H200 host (runs 43-44),
+between the job's delivery and its first use of the device, while the device waited for work."""
+
+BASELINE_ROLES = ("eager", "compiled")
+"""What a `baselines` time job times, in this order, in one process and one hold of the device
+(feedback/worker/timing.py), each reported as a part: a new problem's two baselines were two jobs,
+each with its own process, set-up, handoff and report."""
+
+COMPILED_ROLES = ("compiled", "baselines")
+"""The time jobs' roles that compile the reference with torch.compile."""
+
 READY, SHARED, PREPARED = b"R", b"S", b"P"
 """What a standby worker writes on its signal pipe: its imports are done; (a `prepares_shared`
 job) its set-up that needs no device is done and it waits for the device shared; it is prepared
@@ -141,12 +164,15 @@ and waits for the device to itself."""
 
 def prepares_shared(kind: str, role: str, compile_mode: str = "default") -> bool:
     """Whether a job prepares with the device shared and holds it alone only for its timed part:
-    time jobs of the references (eager, compiled), whose processes never load candidate code.
-    Their set-up (problem, reference, CUDA, torch.compile's compile) held the device alone before:
-    on the H200 a new problem's two baselines held it ~22 s (docs/benchmarks.md, P2). Not an
-    autotuning compile: it times its choices on the device, which must then be its own."""
-    autotunes = role == "compiled" and "autotune" in compile_mode
-    return kind == "time" and role != "candidate" and not autotunes
+    time jobs. Their trusted set-up (problem, reference, CUDA, torch.compile's compile) held the
+    device alone before: on the H200 a new problem's two baselines held it ~22 s
+    (docs/benchmarks.md, P2), a candidate's time job 0.4-1.6 s of its ~4.4 s (runs 43-44). No
+    candidate code runs in such a process until it holds the device alone: a candidate's time
+    job imports the candidate only then (timing.py), so while it waits between its two holds its
+    process runs trusted code only, as a reference's does. Not an autotuning compile: it times
+    its choices on the device, which must then be its own."""
+    autotunes = role in COMPILED_ROLES and "autotune" in compile_mode
+    return kind == "time" and not autotunes
 
 
 def _sandbox(scratch: Path, *, timeout_s: float, gpu: bool, memory_mb: int | None,
@@ -418,6 +444,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
     extra = {"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve() / "inductor")}
+    if kind == "time" and role in COMPILED_ROLES:
+        extra[AHEAD_ENV] = "compile"  # its own spec, so its standby worker imports ahead for it
     # builds see no GPU (gpu_index None) but must keep off every GPU's timing core all the same
     place = cores.plan(None if backend == "cpp" else (gpu_index or 0), options.cpu_threads) \
         if options.isolate_cores else None

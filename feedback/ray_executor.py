@@ -1,8 +1,9 @@
 """`RayEvaluator`: the evaluator's three stages on a Ray cluster, with the same `EvalResult`s.
 
-    compile  -> a Ray task (`num_cpus=1`) on any node: `LocalEvaluator.compile` there
-    correct  -> a `StageWorker` actor holding one GPU (`num_gpus=1`; cuda, triton) or one CPU
-    perform     (cpp): `LocalEvaluator.correct` / `.perform` there, one call at a time
+    compile   -> a Ray task (`num_cpus=1`) on any node: `LocalEvaluator.compile` there
+    correct   -> a `StageWorker` actor holding one GPU (`num_gpus=1`; cuda, triton) or one CPU
+    perform      (cpp): `LocalEvaluator.correct` / `.perform` / `.baselines` there, as many
+    baselines    calls at once as a local batch runs per device (`ActorPool.lanes`)
 
 The Ray side runs the same stage code as the local executor, so every sandbox, guard and cache
 rule applies unchanged: each correctness/timing job is still a fresh child process that the actor
@@ -71,7 +72,8 @@ class Admission(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     compile_slots: int = Field(description="Compile tasks at once.")
-    device_slots: int = Field(description="Correctness/timing calls at once (stage workers).")
+    device_slots: int = Field(description="Correctness/timing calls at once (the stage workers' "
+                              "lanes).")
 
 
 class RayEvaluator:
@@ -118,11 +120,12 @@ class RayEvaluator:
 
     def admission(self, backend: Backend) -> Admission:
         """How many stage calls to have in flight: a compile per CPU the cluster has beyond
-        the stage workers' own, and one correctness/timing job per stage worker (queueing the
-        rest on the driver keeps them off its threads)."""
+        the stage workers' own, and one correctness/timing call per lane of each stage worker
+        (queueing the rest on the driver keeps them off its threads)."""
         pool = self.pool(backend)
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        return Admission(compile_slots=max(1, cpus - pool.size), device_slots=pool.size)
+        return Admission(compile_slots=max(1, cpus - pool.size),
+                         device_slots=pool.size * pool.lanes)
 
     def _targeted(self, backend: Backend, options: EvalOptions) -> EvalOptions:
         """Options whose CUDA arch is the actors' GPUs', so a compile task on a node without
@@ -160,6 +163,11 @@ class RayEvaluator:
             return prior
         return self.pool(backend).call("perform", problem, code, backend,
                                        self._targeted(backend, options), prior)
+
+    def baselines(self, problem: Problem, backend: Backend, options: EvalOptions) -> None:
+        """Time `problem`'s baselines into the stage workers' cache ahead of its candidates
+        (`LocalEvaluator.baselines`; a batch does this while its candidates build)."""
+        self.pool(backend).call("baselines", problem, backend, self._targeted(backend, options))
 
     def close(self) -> None:
         """Stop this evaluator's actors (Ray itself stays up for the rest of the process)."""

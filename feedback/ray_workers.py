@@ -6,6 +6,7 @@ dead or faulted actors (see `feedback.ray_executor` for the whole executor).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -20,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ray.exceptions import ObjectLostError, RayActorError, WorkerCrashedError
 
 from feedback.environment import cuda_arch, host_environment
-from feedback.evaluate import LocalEvaluator
+from feedback.evaluate import GPU_LANES, LocalEvaluator
 from feedback.executor import ExecutorError
+from feedback.job import standby_workers
 from feedback.options import Backend, EvalOptions
 from feedback.result import EvalResult, Status
 from problems.record import Problem
@@ -38,7 +40,7 @@ CUDA_FAULT = re.compile(r"CUDA error|cudaError|CUDA_ERROR|illegal memory access|
 """A runtime_error that may have left the device in a bad state (a CUDA error, or a device job
 that died by a signal): the actor that ran it is replaced (by default on GPU backends only)."""
 WORKER_LOST = (RayActorError, WorkerCrashedError, ObjectLostError)
-Stage = Literal["correct", "perform"]
+Stage = Literal["correct", "perform", "baselines"]
 
 
 class EvaluationLost(RuntimeError):
@@ -58,24 +60,33 @@ class WorkerInfo(BaseModel):
 
 
 class StageWorker:
-    """A Ray actor that runs correctness and timing/profile on its node, one call at a time, on
-    the GPU Ray gave it (cuda/triton) or on its node's CPU (cpp)."""
+    """A Ray actor that runs correctness, timing/profile and baselines on its node, on the GPU
+    Ray gave it (cuda/triton) or on its node's CPU (cpp): up to its pool's `lanes` calls at once
+    (a threaded actor), as a local batch runs `GPU_LANES` candidates per GPU; the evaluator's
+    device lock keeps each timing alone on the device. Its device jobs' workers are started
+    ahead, as in a local batch (`standby_workers`), for the actor's lifetime."""
 
     def __init__(self, gpu: bool):
         ids = ray.get_gpu_ids() if gpu else []
         # Ray's GPU ids are the node's physical indices, which the evaluator's children select
         # with CUDA_VISIBLE_DEVICES (and nvidia-smi -i reads), as on a local run with cuda:N
         self.device = f"cuda:{ids[0]}" if ids else None
+        self._standby = contextlib.ExitStack()
+        self._standby.enter_context(standby_workers())  # left when the actor's process ends
 
     def describe(self) -> WorkerInfo:
         return WorkerInfo(pid=os.getpid(), node_id=ray.get_runtime_context().get_node_id(),
                           hostname=socket.gethostname(), device=self.device,
                           arch=cuda_arch(self.device, None) if self.device else None)
 
+    def _here(self, options: EvalOptions) -> EvalOptions:
+        """`options` on this actor's GPU (cpp: as they are)."""
+        return options if self.device is None else options.model_copy(
+            update={"device": self.device})
+
     def run(self, stage: Stage, problem: Problem, code: str, backend: Backend,
             options: EvalOptions, prior: EvalResult) -> EvalResult:
-        if self.device is not None:
-            options = options.model_copy(update={"device": self.device})
+        options = self._here(options)
         env = prior.environment
         if prior.status == Status.ok and (env is None or env.hostname != socket.gethostname()):
             # the previous stage ran on another node: this result describes where it runs now
@@ -83,16 +94,24 @@ class StageWorker:
                                                                              options.device)})
         return getattr(LocalEvaluator(), stage)(problem, code, backend, options, prior)
 
+    def baselines(self, problem: Problem, backend: Backend, options: EvalOptions) -> None:
+        """`LocalEvaluator.baselines` on this actor's device: a batch's problems' baselines timed
+        into the node's cache ahead of their candidates."""
+        LocalEvaluator().baselines(problem, backend, self._here(options))
 
-@dataclass
+
+@dataclass(eq=False)
 class _Slot:
     actor: Any
     info: WorkerInfo
+    running: int = 0  # its calls in flight
+    retired: bool = False  # out of the pool: ended once `running` is back to 0
 
 
 class ActorPool:
-    """A fixed number of `StageWorker` actors; a call takes an idle one, and a dead or
-    CUDA-faulted one is replaced by a new actor that joins once it has started.
+    """A fixed number of `StageWorker` actors, each taking up to `lanes` calls at once; a call
+    takes a free lane, and a dead or CUDA-faulted actor is replaced by a new one that joins once
+    it has started.
 
     Args:
         size: actors to start (each holds one CPU and, when `gpu`, one GPU).
@@ -101,15 +120,19 @@ class ActorPool:
         retries: times a call is run again after its actor died under it.
         start_timeout_s: limit for the first actors to start.
         replace_after_fault: replace the actor after a `CUDA_FAULT` result (default: when gpu).
+        lanes: calls at once per actor (default: a local batch's `GPU_LANES` on GPU actors, 1
+            on cpp, where a timing has the host's cores to itself).
     """
 
     def __init__(self, size: int, gpu: bool, env: dict[str, Any], retries: int = CALL_RETRIES,
-                 start_timeout_s: float = START_TIMEOUT_S, replace_after_fault: bool | None = None):
+                 start_timeout_s: float = START_TIMEOUT_S, replace_after_fault: bool | None = None,
+                 lanes: int | None = None):
         self.size, self._gpu, self._retries = size, gpu, retries
+        self.lanes = lanes or (GPU_LANES if gpu else 1)
         self._replace_after_fault = gpu if replace_after_fault is None else replace_after_fault
         self._options = {"num_cpus": 1, "num_gpus": 1 if gpu else 0, "max_restarts": 0,
-                         "runtime_env": env}
-        self._idle: queue.Queue[_Slot] = queue.Queue()
+                         "max_concurrency": self.lanes, "runtime_env": env}
+        self._idle: queue.Queue[_Slot] = queue.Queue()  # one entry per free lane
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._closed = False
@@ -118,7 +141,7 @@ class ActorPool:
         self.retried = 0
         """Stage calls run again because their actor died under them."""
         for actor in [self._launch() for _ in range(size)]:
-            self._idle.put(self._admit(actor, start_timeout_s))
+            self._open(self._admit(actor, start_timeout_s))
 
     def _launch(self) -> Any:
         return ray.remote(StageWorker).options(**self._options).remote(self._gpu)
@@ -141,6 +164,11 @@ class ActorPool:
             ray.kill(actor, no_restart=True)
         return None
 
+    def _open(self, slot: _Slot | None) -> None:
+        """Offer each of a newly admitted actor's lanes."""
+        for _ in range(self.lanes if slot is not None else 0):
+            self._idle.put(slot)
+
     @property
     def arch(self) -> str | None:
         with self._lock:
@@ -151,43 +179,71 @@ class ActorPool:
         with self._lock:
             return [s.info for s in self._slots]
 
-    def call(self, stage: Stage, *args: Any) -> EvalResult:
-        """Run `stage` on an idle actor; again on another one when the actor dies under it."""
+    def _take(self) -> _Slot:
+        """A free lane of a live actor (a lane of one replaced meanwhile is dropped: its
+        replacement brings lanes of its own)."""
+        while True:
+            slot = self._idle.get()
+            with self._lock:
+                if not slot.retired:
+                    slot.running += 1
+                    return slot
+
+    def _give_back(self, slot: _Slot) -> None:
+        """A call on `slot` ended: its lane is free again, or, when the actor was retired
+        meanwhile and this was its last call, the actor is ended."""
+        with self._lock:
+            slot.running -= 1
+            free, last = not slot.retired, slot.retired and slot.running == 0
+        if free:
+            self._idle.put(slot)
+        elif last:
+            with contextlib.suppress(Exception):
+                ray.kill(slot.actor, no_restart=True)
+
+    def call(self, stage: Stage, *args: Any) -> Any:
+        """Run `stage` on a free lane; again on another actor when the actor dies under it."""
         lost: Exception | None = None
         for attempt in range(self._retries + 1):
-            slot = self._idle.get()
+            slot = self._take()
+            remote = slot.actor.baselines.remote if stage == "baselines" else \
+                functools.partial(slot.actor.run.remote, stage)
             try:
-                result: EvalResult = ray.get(slot.actor.run.remote(stage, *args))
+                result = ray.get(remote(*args))
             except WORKER_LOST as e:
                 lost = e
                 log.warning("stage worker %s on %s lost during %s (%s); retrying on another",
                             slot.info.pid, slot.info.hostname, stage, type(e).__name__)
                 self._replace(slot)
+                self._give_back(slot)
                 if attempt < self._retries:
                     with self._lock:
                         self.retried += 1
                 continue
             except BaseException:  # an error of the stage code itself: its actor is fine
-                self._idle.put(slot)
+                self._give_back(slot)
                 raise
-            if self._replace_after_fault and result.status == Status.runtime_error \
-                    and CUDA_FAULT.search(result.message):
+            if self._replace_after_fault and isinstance(result, EvalResult) \
+                    and result.status == Status.runtime_error and CUDA_FAULT.search(result.message):
                 self._replace(slot)  # never reuse a worker whose device saw an error
-            else:
-                self._idle.put(slot)
+            self._give_back(slot)
             return result
         raise EvaluationLost(f"{stage} lost its Ray worker on each of {self._retries + 1} tries;"
                              f" last: {lost}")
 
     def _replace(self, slot: _Slot) -> None:
-        """Retire `slot`'s actor and start a new one, which joins the idle ones once it runs
-        (wherever Ray places it; it waits for resources when the cluster has none free)."""
+        """Retire `slot`'s actor (once: its other lanes may report the same loss) and start a new
+        one, which joins once it runs (wherever Ray places it; it waits for resources when the
+        cluster has none free). A retired actor takes no more calls; it is ended once those in
+        flight on it have ended (`_give_back`), so a fault in one lane's job does not cut the
+        others' jobs short."""
         with self._lock:
+            if slot.retired:
+                return
+            slot.retired = True
             if slot in self._slots:
                 self._slots.remove(slot)
             self.replaced += 1
-        with contextlib.suppress(Exception):
-            ray.kill(slot.actor, no_restart=True)
 
         def start() -> None:
             try:
@@ -196,8 +252,7 @@ class ActorPool:
                 if not self._closed:  # logged; the pool goes on with the others
                     log.exception("a replacement stage worker did not start")
                 return
-            if slot is not None:
-                self._idle.put(slot)
+            self._open(slot)
 
         threading.Thread(target=start, daemon=True, name="ray-stage-worker-start").start()
 

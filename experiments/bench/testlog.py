@@ -65,7 +65,7 @@ def trace_jobs(path: str) -> None:
                 yield
             finally:
                 here.held = round((here.held or 0.0) + time.monotonic() - got, 2)
-                here.holds.append([round(since, 3), round(time.time(), 3)])
+                here.holds.append([round(since, 3), round(time.time(), 3), shared])
 
     job.launch, job.locked = traced_launch, traced_locked
     import feedback.evaluate  # it imported launch by name: point it at the wrapper too
@@ -73,21 +73,56 @@ def trace_jobs(path: str) -> None:
     feedback.evaluate.launch = traced_launch
 
 
-def busy_seconds(rows: list[dict]) -> float:
-    """Seconds in which some job held the device, over job-log rows (their `holds`; a row from
-    before they were logged: its `held_s` taken as ending with the job). Shared holds that
-    overlap count once."""
-    spans = sorted(span for row in rows if row.get("held_s") for span in (
+def _holds(rows: list[dict]) -> list[list]:
+    """Every hold of the device in job-log rows: [start, end, shared] (a row from before holds
+    were logged: its `held_s` taken as ending with the job; shared unknown, None)."""
+    return [[*span, None][:3] for row in rows if row.get("held_s") for span in (
         row.get("holds") or [[row["began"] + row["seconds"] - row["held_s"],
-                              row["began"] + row["seconds"]]]))
-    busy, start, end = 0.0, None, None
-    for lo, hi in spans:
-        if end is None or lo > end:
-            busy += (end - start) if end is not None else 0.0
-            start, end = lo, hi
+                              row["began"] + row["seconds"]]])]
+
+
+def _union(spans: list[list]) -> list[tuple[float, float]]:
+    """The spans merged where they overlap, in order."""
+    merged: list[tuple[float, float]] = []
+    for lo, hi, *_ in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
         else:
-            end = max(end, hi)
-    return round(busy + ((end - start) if end is not None else 0.0), 1)
+            merged.append((lo, hi))
+    return merged
+
+
+def busy_seconds(rows: list[dict]) -> float:
+    """Seconds in which some job held the device, over job-log rows (their `holds`). Shared holds
+    that overlap count once."""
+    return round(sum(hi - lo for lo, hi in _union(_holds(rows))), 1)
+
+
+def device_timeline(rows: list[dict]) -> dict[str, float | None]:
+    """Where the device's seconds went over a batch's job log: `span_s` (first job's start to
+    last job's end), `busy_s` (some job held it), `alone_s` (a job held it alone; None where the
+    log does not say which holds were shared), `shared_only_s` (held, only shared), and its idle
+    seconds before the first build ended (`first_build_s`: the device had nothing of a
+    candidate's to do) and after (`idle_after_s`)."""
+    holds = _holds(rows)
+    if not rows or not holds:
+        return {}
+    start = min(r["began"] for r in rows)
+    busy = _union(holds)
+    builds = [r["began"] + r["seconds"] for r in rows if r["kind"] == "build"]
+    cut = min(builds) if builds else start
+    idle_before = (cut - start) - sum(max(0.0, min(hi, cut) - lo) for lo, hi in busy if lo < cut)
+    end = max(max(r["began"] + r["seconds"] for r in rows), busy[-1][1])
+    idle_after = (end - cut) - sum(hi - max(lo, cut) for lo, hi in busy if hi > cut)
+    known = all(h[2] is not None for h in holds)
+    alone = sum(hi - lo for lo, hi in _union([h for h in holds if h[2] is False])) if known \
+        else None
+    total = sum(hi - lo for lo, hi in busy)
+    return {"span_s": round(end - start, 1), "busy_s": round(total, 1),
+            "alone_s": round(alone, 1) if alone is not None else None,
+            "shared_only_s": round(total - alone, 1) if alone is not None else None,
+            "first_build_s": round(cut - start, 1),
+            "idle_before_first_build_s": round(idle_before, 1), "idle_after_s": round(idle_after, 1)}
 
 
 def jobs(path) -> dict[str, dict]:

@@ -27,7 +27,10 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
   `feedback.ray_executor.RayEvaluator`), on a cold cache of its own, the same build pool size;
   `ray.init` is timed apart (`ray_init_s`), the stage actors' start is inside the wall time.
 Reported: candidates/hour (candidates / arm wall time), seconds per stage, and whether the ray
-arm gave the framework arm's verdicts. `--record FILE` writes the issue-13 summary (`summary()`:
+arm gave the framework arm's verdicts; for a local framework arm also where the device's seconds
+went (`device`: held alone, held shared only, idle before and after the first build finished;
+testlog.device_timeline, from the job log `<out>.joblog.jsonl`). `--record FILE` writes the
+issue-13 summary (`summary()`:
 date, device, candidates, problems, per-hour figures of the three arms, median build seconds,
 device seconds per candidate), also at the top level of `--out`. `--short` = the first `SHORT`
 candidates of distinct problems, no torch.compile baseline, framework and stock arms unless
@@ -145,10 +148,11 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
             for c, r in zip(candidates, results)]
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
     if executor == "local":  # Ray's jobs run in its actors' processes, out of this job log
-        from experiments.bench.testlog import busy_seconds
+        from experiments.bench.testlog import device_timeline
 
         logged = [json.loads(line) for line in Path(args.joblog).read_text().splitlines()]
-        extra["device_busy_s"] = busy_seconds([r for r in logged if r["began"] >= began])
+        extra["device"] = device_timeline([r for r in logged if r["began"] >= began])
+        extra["device_busy_s"] = extra["device"].get("busy_s", 0.0)
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
             "builds_seen": len(decisions),
@@ -233,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="parallel builds in both arms (default: cores // 2)")
     parser.add_argument("--limit", type=int, default=None, help="first N candidates only")
     parser.add_argument("--part", default=None, metavar="K/N",
-                        help="the K-th of N equal slices of the candidates (in the folder's "
-                        "order), where one call cannot run a whole arm; --merge joins the parts")
+                        help="the K-th of N parts of near-equal work (part_of), where one call "
+                        "cannot run a whole arm; --merge joins the parts")
     parser.add_argument("--short", action="store_true",
                         help=f"the first {SHORT} candidates of distinct problems, no "
                         "torch.compile baseline (make gpu-check)")
@@ -276,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             part = _part(args.part, len(candidates))
         except ValueError as exc:
             parser.error(f"--part: {exc}")
-        candidates = candidates[part[2]:part[3]]
+        candidates = part_of(candidates, *part, size=args.size)
     if not candidates:
         parser.error(f"no candidates with problems in {args.run_dir} ({len(skipped)} skipped)")
     result: dict = {"date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -287,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                                          *(argv if argv is not None else sys.argv[1:])]),
                     "cpus": os.cpu_count()}
     if part:
-        result["part"] = list(part[:2])
+        result["part"] = list(part)
     # each device job's wait and holds, as it ends: the device's busy seconds come from there
     from experiments.bench.testlog import trace_jobs
 
@@ -303,13 +307,39 @@ def main(argv: list[str] | None = None) -> int:
     return write(result, args)
 
 
-def _part(text: str, total: int) -> tuple[int, int, int, int]:
-    """`K/N` -> (K, N, first index, end index) of the K-th of N near-equal slices of `total`."""
+def _part(text: str, total: int) -> tuple[int, int]:
+    """`K/N` -> (K, N), checked against `total` candidates."""
     k, sep, n = text.partition("/")
     if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n) <= max(total, 1)):
         raise ValueError(f"{text!r} is not K/N with 1 <= K <= N <= {total} (the candidates)")
-    k, n = int(k), int(n)
-    return k, n, (k - 1) * total // n, k * total // n
+    return int(k), int(n)
+
+
+def part_of(candidates: list[dict], k: int, n: int, size: str | None = None) -> list[dict]:
+    """The K-th of N parts, in the folder's order. Largest first, by their problem's input
+    elements (the stock arm draws its inputs on the CPU, so they set its seconds), each candidate
+    goes to the part with the least so far among those not yet full: the parts hold about equal
+    work, and their sizes differ by at most one, so N parts of whole build rounds build in as
+    many rounds as one arm. A problem whose inputs are unknown on the meta device counts as
+    empty."""
+    from problems.inputs import meta_inputs
+    from problems.loaders import load_file
+
+    def elements(c: dict) -> int:
+        try:
+            return sum(x.numel() for x in meta_inputs(load_file(c["problem"]), size)
+                       if hasattr(x, "numel"))
+        except Exception:  # noqa: BLE001 - the estimate only orders the dealing
+            return 0
+
+    weights = [elements(c) for c in candidates]
+    room = [len(candidates) // n + (i < len(candidates) % n) for i in range(n)]
+    load, members = [0] * n, [set() for _ in range(n)]
+    for i in sorted(range(len(candidates)), key=lambda i: (-weights[i], i)):
+        to = min((p for p in range(n) if len(members[p]) < room[p]), key=lambda p: (load[p], p))
+        members[to].add(i)
+        load[to] += weights[i]
+    return [c for i, c in enumerate(candidates) if i in members[k - 1]]
 
 
 def write(result: dict, args: argparse.Namespace) -> int:

@@ -84,7 +84,7 @@ def merge(results: list[dict]) -> dict:
     """One result from outputs of separate calls on the same candidates: each arm once, or in
     parts (`--part K/N`: each candidate in exactly one part of the arm). An arm's parts ran one
     after another, so its wall time is theirs summed (each part's pipeline fills and drains on
-    its own: no arm gains from being cut); its rows are the parts' in order."""
+    its own: no arm gains from being cut); its rows are in the folder's order."""
     arms: dict[str, list[tuple[tuple[int, int], dict]]] = {}
     for r in results:
         for arm in (a for a in ARMS if a in r):
@@ -130,7 +130,8 @@ def _joined(arm: str, parts: list[dict]) -> dict:
         return parts[0]
     joined = {key: round(sum(p[key] for p in parts), 1) for key in SUMMED
               if all(key in p for p in parts)}  # a figure some part lacks is not summed
-    joined["rows"] = [row for p in parts for row in p["rows"]]
+    # the folder's order (its files sorted by name): a part holds dealt, not consecutive, rows
+    joined["rows"] = sorted((row for p in parts for row in p["rows"]), key=lambda r: r["file"])
     joined["parts_wall_s"] = [p["wall_s"] for p in parts]
     joined["stage_s"] = stage_stats(arm, joined["rows"])
     return joined

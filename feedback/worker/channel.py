@@ -36,7 +36,7 @@ import secrets
 
 from pydantic import ValidationError
 
-from feedback.job import WorkerJob, WorkerReport
+from feedback.job import BASELINE_ROLES, WorkerJob, WorkerReport
 from feedback.result import Status
 
 MAX_CHANNEL_BYTES = 16 * 1024 * 1024
@@ -134,6 +134,8 @@ def check(report: WorkerReport, job: WorkerJob) -> str:
             return f"the report answers {name} {got!r}, the job was {want!r}"
     if report.status in _FORBIDDEN[job.kind]:
         return f"a {job.kind} job cannot end with status {report.status.value}"
+    if job.role == "baselines":
+        return _check_parts(report, job)
     if report.status != Status.ok:
         return ""
     if job.kind == "correct":
@@ -154,6 +156,24 @@ def _check_correct(report: WorkerReport, job: WorkerJob) -> str:
     errors = [c.max_abs_err, c.mean_abs_err, c.max_rel_err, c.mean_rel_err]
     if any(e is not None and not (math.isfinite(e) and e >= 0) for e in errors):
         return "error statistics that are negative or not finite"
+    return ""
+
+
+def _check_parts(report: WorkerReport, job: WorkerJob) -> str:
+    """A `baselines` job's parts: one per role in the job's order, each as its own time job's
+    report would be checked, none passing where the job says it failed; a job that failed
+    before its parts (its reference, say) has none."""
+    roles = tuple(part.role for part in report.parts)
+    if not report.parts and report.status != Status.ok:
+        return ""
+    if roles != BASELINE_ROLES:
+        return f"a baselines job's parts are {list(roles)}, not {list(BASELINE_ROLES)}"
+    if (report.status == Status.ok) != all(p.status == Status.ok for p in report.parts):
+        return "a baselines job's status disagrees with its parts'"
+    for part in report.parts:
+        problem = check(part, job.model_copy(update={"role": part.role}))
+        if problem:
+            return f"its {part.role} part: {problem}"
     return ""
 
 

@@ -142,8 +142,9 @@ def run_correct(job: WorkerJob) -> tuple[Correctness, list[str], dict[str, int] 
     with phases.timed("ops"):
         ops = _record_ops(h)
     if ops is not None:
-        problem = library_violation(job.options.library_ops, ops, h.reference_ops,
-                                    _foreign_kernels(h))
+        with phases.timed("kernels"):  # a profiled call: CUPTI's start-up is most of it
+            foreign = _foreign_kernels(h)
+        problem = library_violation(job.options.library_ops, ops, h.reference_ops, foreign)
         if problem:
             raise JobFailure(Status.guard_violation, problem, tally.record())
     if tally.answers.degenerate:

@@ -51,6 +51,14 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def release_cached_memory(device: torch.device) -> None:
+    """Give the caching allocator's free blocks back to the device, so that what is measured next
+    in this process sees the free memory a fresh process would (timing.py sizes its samples on it)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.empty_cache()
+
+
 def check_launches(device: torch.device, wait_limit_s: float | None = None) -> None:
     """Surface a failed launch of the call just made (issue 4, class 3): a kernel launched with an
     invalid configuration leaves a *non-sticky* error that no synchronize reports, so launch one

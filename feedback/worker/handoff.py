@@ -1,12 +1,14 @@
-"""The point in a reference's time job from which it needs the device to itself.
+"""The point in a time job from which it needs the device to itself.
 
 A standby worker is started with two pipes besides its channel (feedback/job.py, `_Standby`): it
-writes `READY` on its signal pipe once its imports are done. A time job of a reference
-(`prepares_shared`: no candidate code ever runs in its process) is then delivered without the
-device's lock: it does what needs no device (torch.compile's imports), writes `SHARED` and waits
-for the parent's byte on the go pipe, which comes once the parent holds the lock shared; it
-prepares so (problem, reference, CUDA, torch.compile's compile) and, just before its timed part,
-writes `PREPARED` and waits for the next byte, which comes once the parent holds the lock alone.
+writes `READY` on its signal pipe once its imports are done. A time job
+(`prepares_shared`) is then delivered without the device's lock: it does what needs no device
+(torch.compile's imports and build), writes `SHARED` and waits for the parent's byte on the go
+pipe, which comes once the parent holds the lock shared; it prepares so (problem, reference,
+CUDA, torch.compile's compile) and, just before its timed part, writes `PREPARED` and waits for
+the next byte, which comes once the parent holds the lock alone. A candidate's time job imports
+the candidate only after that byte: until the device is its own, no candidate code runs in its
+process (so none can run beside another job's timing while it waits).
 Any other job has both pipes closed before it starts. Without the pipes (a job run in-process, a
 worker started without standby) `shared` and `exclusive` return at once: that job holds the device
 alone throughout.

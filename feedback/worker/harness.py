@@ -66,13 +66,28 @@ class Harness:
     notes: list[str] = field(default_factory=list)
 
 
-def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = None) -> Harness:
-    """Steps 1 and 2 of the module docstring; the candidate only when `job.candidate_path`."""
+def prepare(job: WorkerJob, *, with64: bool = False, cpu_threads: int | None = None,
+            load: bool = True) -> Harness:
+    """Steps 1 and 2 of the module docstring; the candidate only when `job.candidate_path`, and
+    with `load` False not yet: then step 2 is `load_candidate`'s, later (a time job prepares
+    with the device shared and imports the candidate only once it holds the device alone)."""
     with phases.timed("prepare"):
-        return _prepare(job, with64=with64, cpu_threads=cpu_threads)
+        return _prepare(job, with64=with64, cpu_threads=cpu_threads, load=load)
 
 
-def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None) -> Harness:
+def threads_for(job: WorkerJob) -> int | None:
+    """The CPU threads a time or profile job's harness sets (`prepare`'s `cpu_threads`): the
+    options' on the cpp backend, torch's default (None) on a GPU."""
+    return job.options.cpu_threads if job.backend == "cpp" else None
+
+
+def load_candidate(h: Harness) -> None:
+    """Step 2 of the module docstring, for a harness prepared without it."""
+    with phases.timed("load"):
+        _load_candidate(h)
+
+
+def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None, load: bool) -> Harness:
     device = devices.job_device(job.backend, job.options.device)
     if device.type == "cpu":
         devices.keep_freed_memory()
@@ -104,7 +119,7 @@ def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None) -> Harnes
         with contextlib.suppress(ImportError):
             import triton  # noqa: F401 - imported before the snapshot, like torch
     KEEP_ALIVE.append(harness)
-    if job.candidate_path:
+    if job.candidate_path and load:
         _load_candidate(harness)
     return harness
 

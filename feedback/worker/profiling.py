@@ -35,7 +35,7 @@ from feedback.job import WorkerJob
 from feedback.result import Profile, ProfileRow
 from feedback.worker import devices, inputs
 from feedback.worker.errors import candidate_error
-from feedback.worker.harness import Harness, check_integrity, prepare
+from feedback.worker.harness import Harness, check_integrity, prepare, threads_for
 from feedback.worker.ops import base_kernel_name
 
 CALLS = 5
@@ -49,7 +49,7 @@ LIBRARY_NAMESPACES = {"aten", "prim", "prims", "c10d", "_c10d", "profiler", "cud
 def run_profile(job: WorkerJob) -> Profile:
     candidate = job.role == "candidate"
     h = prepare(job if candidate else job.model_copy(update={"candidate_path": None}),
-                cpu_threads=job.options.cpu_threads if job.backend == "cpp" else None)
+                cpu_threads=threads_for(job))
     args = inputs.make_inputs(h.problem, h.device)
     device_rows = h.device.type == "cuda"
     if not candidate:

@@ -9,12 +9,13 @@ candidate's own call so that nobody mistakes it for the candidate's message.
 from __future__ import annotations
 
 import gc
+import os
 from time import perf_counter
 
 import torch
 
 from feedback import fastbuild
-from feedback.job import WorkerJob, WorkerReport
+from feedback.job import AHEAD_ENV, WorkerJob, WorkerReport
 from feedback.result import Status
 from feedback.worker import audit, devices, harness, phases
 from feedback.worker.caches import configure_environment
@@ -28,10 +29,16 @@ before its job arrives (`import_ahead`), else the job does it while it holds the
 `other` 0.60 -> 0.39 s with the first two ahead)."""
 
 
+COMPILE_IMPORTS = ("torch._dynamo", "torch._inductor.compile_fx")
+"""What a compile baseline's time job imports before it holds the device at all (timing.py); its
+standby worker imports them ahead as well (`AHEAD_ENV` set to `compile`)."""
+
+
 def import_ahead() -> None:
     import importlib
 
-    for name in AHEAD:
+    compile_too = os.environ.get(AHEAD_ENV) == "compile"
+    for name in AHEAD + (COMPILE_IMPORTS if compile_too else ()):
         try:
             importlib.import_module(name)
         except ImportError:  # numpy is optional to torch; the job then does without it too
@@ -49,8 +56,9 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
     start = perf_counter()
     phases.clear()
     devices.enforce_device_waits(not in_process)
-    configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
-    fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
+    with phases.timed("configure"):
+        configure_environment(job.extensions_dir, job.scratch_dir, job.options.arch)
+        fastbuild.install(job.options.cache_dir)  # in every job: a re-import must not rebuild
     report = WorkerReport(nonce=job.nonce, status=Status.ok, kind=job.kind, role=job.role,
                           problem_id=job.problem.id)
     try:
@@ -86,18 +94,40 @@ def _dispatch(job: WorkerJob, report: WorkerReport) -> None:
         from feedback.worker.correct import run_correct
 
         report.correctness, report.warnings, report.dispatched = run_correct(job)
+    elif job.kind == "time" and job.role == "baselines":
+        from feedback.worker.timing import run_baselines
+
+        report.parts = [_part(job, role, outcome) for role, outcome in run_baselines(job)]
+        failed = next((p for p in report.parts if p.status != Status.ok), None)
+        if failed is not None:
+            report.status, report.message = failed.status, f"the {failed.role} part: {failed.message}"
     elif job.kind == "time":
         from feedback.worker.timing import run_time
 
-        result = run_time(job)
-        report.timing, report.noise, report.warnings = result.stats, result.noise, result.warnings
-        report.flops, report.min_bytes = result.flops, result.min_bytes
+        _timed(report, run_time(job))
     elif job.kind == "profile":
         from feedback.worker.profiling import run_profile
 
         report.profile = run_profile(job)
     else:
         raise ValueError(f"unknown job kind {job.kind!r}")
+
+
+def _timed(report: WorkerReport, result) -> None:
+    """A time job's result (timing.TimingResult) into its report."""
+    report.timing, report.noise, report.warnings = result.stats, result.noise, result.warnings
+    report.flops, report.min_bytes = result.flops, result.min_bytes
+
+
+def _part(job: WorkerJob, role: str, outcome) -> WorkerReport:
+    """One part of a `baselines` job: the report its own time job would have written."""
+    part = WorkerReport(nonce=job.nonce, status=Status.ok, kind=job.kind, role=role,
+                        problem_id=job.problem.id)
+    if isinstance(outcome, JobFailure):
+        part.status, part.message = outcome.status, outcome.message
+    else:
+        _timed(part, outcome)
+    return part
 
 
 def _environment(job: WorkerJob):

@@ -25,12 +25,16 @@ of one still held is refused (guards.py).
 The candidate's timed loop carries the guards of probes.py (threads after every sample, untimed
 probe calls at secret positions and one after the last timed sample, the CPU-time check on cpp).
 Warm-up runs the same protocol untimed; the role `compiled` gets one extra untimed first call,
-where torch.compile compiles, so that a failing compile is named as such. The `eager` role also
-measures FLOPs and minimum bytes (cost.py).
+where torch.compile compiles, so that a failing compile is named as such (its inductor build was
+made before the job asked for the device, precompile.py: here it traces and finds it cached). The
+`eager` role also measures FLOPs and minimum bytes (cost.py). The role `baselines` is `eager` then
+`compiled` in one process: one set-up with the device shared, then each timed as above within one
+hold of the device alone (`run_baselines`).
 """
 from __future__ import annotations
 
 import functools
+import importlib
 import secrets
 import statistics
 from time import perf_counter
@@ -38,7 +42,7 @@ from typing import Any
 
 import torch
 
-from feedback.job import WorkerJob
+from feedback.job import BASELINE_ROLES, COMPILED_ROLES, WorkerJob
 from feedback.result import Status, TimingStats
 from feedback.worker import (
     clocks,
@@ -50,11 +54,20 @@ from feedback.worker import (
     persist,
     phases,
     pinning,
+    precompile,
     sampling,
 )
 from feedback.worker.errors import JobFailure, candidate_error, format_exception
-from feedback.worker.harness import Harness, call_reference, check_integrity, prepare
+from feedback.worker.harness import (
+    Harness,
+    call_reference,
+    check_integrity,
+    load_candidate,
+    prepare,
+    threads_for,
+)
 from feedback.worker.probes import TimingGuard
+from feedback.worker.run import COMPILE_IMPORTS
 from feedback.worker.tolerance import compare
 
 
@@ -124,9 +137,9 @@ def _held(passes: list[Pass], mine: Pass, k: int) -> list[Any]:
 class Sampler:
     """Runs samples of one program under the clock (and the guard, for the candidate)."""
 
-    def __init__(self, job: WorkerJob, h: Harness, program: Any, clock: clocks.Clock,
+    def __init__(self, role: str, h: Harness, program: Any, clock: clocks.Clock,
                  guard: TimingGuard | None) -> None:
-        self.job, self.h, self.program, self.clock, self.guard = job, h, program, clock, guard
+        self.role, self.h, self.program, self.clock, self.guard = role, h, program, clock, guard
         self.passes: list[Pass] = []
         self.launches: list[float] = []  # the timed samples' host time per call (GPU)
         self.tails: list[float] = []  # the timed samples' window tails (GPU, clocks.py)
@@ -147,7 +160,7 @@ class Sampler:
         except persist.PersistenceViolation as exc:
             raise JobFailure(Status.guard_violation, str(exc)) from exc
         except BaseException as exc:
-            raise _call_failure(self.job, exc) from exc
+            raise _call_failure(self.role, exc) from exc
         if timed and self.clock.launch_ms is not None:
             self.launches.append(self.clock.launch_ms)
         if timed and self.clock.tail_ms is not None:
@@ -167,25 +180,86 @@ class Sampler:
 
 
 def run_time(job: WorkerJob) -> TimingResult:
-    policy, opts = job.options.tolerance, job.options
-    if job.role == "compiled":
-        with phases.timed("imports"):  # before the device is held at all (handoff.py)
-            import torch._dynamo
-            import torch._inductor.compile_fx  # noqa: F401
+    """Time `job.role`'s program (module docstring); a failure raises JobFailure."""
+    candidate = job.role == "candidate"
+    _before_device(job)
+    h = _prepare_shared(job)
+    least = sampling.min_trials(job.options, h.device.type)
+    if not candidate:
+        sampler = _sampler(job.role, job, h, least)  # torch.compile's call among it, still shared
+    with phases.timed("handoff"):
+        handoff.exclusive()
+    if candidate:
+        load_candidate(h)
+        sampler = _sampler(job.role, job, h, least)
+    return _measure(job, job.role, h, sampler, least)
+
+
+def run_baselines(job: WorkerJob) -> list[tuple[str, TimingResult | JobFailure]]:
+    """The role `baselines`: each of BASELINE_ROLES timed as its own time job would time it, after
+    one shared set-up (torch.compile's compile among it) and within one hold of the device alone;
+    a part that fails (a failing torch.compile) does not stop the other."""
+    _before_device(job)
+    h = _prepare_shared(job)
+    least = sampling.min_trials(job.options, h.device.type)
+    ready: dict[str, Sampler | JobFailure] = {}
+    for role in BASELINE_ROLES:
+        try:
+            ready[role] = _sampler(role, job, h, least)
+        except JobFailure as failure:
+            ready[role] = JobFailure(failure.status, failure.message)
+    with phases.timed("handoff"):
+        handoff.exclusive()
+    parts: list[tuple[str, TimingResult | JobFailure]] = []
+    for role in BASELINE_ROLES:
+        parts.append((role, _measured(job, role, h, ready.pop(role), least)))
+        # the part's buffers are gone: the next part sizes its samples on the free memory
+        devices.release_cached_memory(h.device)
+    return parts
+
+
+def _measured(job: WorkerJob, role: str, h: Harness, sampler: Sampler | JobFailure,
+              least: int) -> TimingResult | JobFailure:
+    """`_measure`, or its failure without the traceback (whose frames hold the part's buffers)."""
+    if isinstance(sampler, JobFailure):
+        return sampler
+    try:
+        return _measure(job, role, h, sampler, least)
+    except JobFailure as failure:
+        return JobFailure(failure.status, failure.message)
+
+
+def _before_device(job: WorkerJob) -> None:
+    """What a time job does before it holds the device at all (handoff.py): torch.compile's
+    imports and inductor's build for a job that times the compiled reference."""
+    if job.role not in COMPILED_ROLES:
+        return
+    with phases.timed("imports"):  # a standby worker imported them ahead (run.py)
+        for name in COMPILE_IMPORTS:
+            importlib.import_module(name)
+    with phases.timed("precompile"):  # likewise: inductor's build, cached for `_compiled`
+        precompile.build(job, devices.job_device(job.backend, job.options.device),
+                         threads_for(job))
+
+
+def _prepare_shared(job: WorkerJob) -> Harness:
+    """The trusted set-up (problem, reference, CUDA) with the device shared; no candidate code
+    runs in this process before it holds the device alone (handoff.py)."""
+    candidate, policy = job.role == "candidate", job.options.tolerance
     with phases.timed("shared_wait"):
         handoff.shared()
-    threads = opts.cpu_threads if job.backend == "cpp" else None
-    h = prepare(job if job.role == "candidate" else job.model_copy(update={"candidate_path": None}),
-                with64=job.role == "candidate" and policy == "fp64-relative", cpu_threads=threads)
-    program = _program(h, job)
-    clock = clocks.clock_for(h.device, opts.flush_ahead)
-    least = sampling.min_trials(opts, h.device.type)
-    guard = TimingGuard(h, policy, 0, least) if job.role == "candidate" else None
-    sampler = Sampler(job, h, program, clock, guard)
-    with phases.timed("handoff"):
-        handoff.exclusive()  # a reference's job prepared with the device shared; from here, alone
-    pinned = pinning.pin(job.cores)
-    clock.settle(opts.settle_ms)
+    return prepare(job if candidate else job.model_copy(update={"candidate_path": None}),
+                   with64=candidate and policy == "fp64-relative", cpu_threads=threads_for(job),
+                   load=False)
+
+
+def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int) -> TimingResult:
+    """Steps 1-3 of the module docstring for `role`'s program, the device held alone."""
+    policy, opts = job.options.tolerance, job.options
+    clock, guard = sampler.clock, sampler.guard
+    with phases.timed("setup"):
+        pinned = pinning.pin(job.cores)
+        clock.settle(opts.settle_ms)
     with phases.timed("clock_reads"):
         clocks_mhz = [clock.sm_clock_mhz()]
 
@@ -281,7 +355,7 @@ def run_time(job: WorkerJob) -> TimingResult:
     if job.cores and pinned is None:
         notes.append(f"the timing worker could not be moved onto CPU cores {job.cores}")
     result = TimingResult(stats, stats.noise, notes)
-    if job.role == "eager":
+    if role == "eager":
         k = a.last[-1]
         with phases.timed("cost"):
             result.flops = cost.count_flops(h.reference, a.buffers[k])
@@ -318,6 +392,16 @@ class _WaitedWakes:
         self.clock.wake_floor_ms = statistics.median(self.seen[-WAITED_WAKES_KEPT:])
 
 
+def _sampler(role: str, job: WorkerJob, h: Harness, least: int) -> Sampler:
+    """`role`'s program to time (a compile baseline's compiled here), its clock and, for the
+    candidate, the timing loop's guards (over at least `least` timed samples)."""
+    program = _program(h, role, job.options.compile_mode)
+    with phases.timed("setup"):
+        clock = clocks.clock_for(h.device, job.options.flush_ahead)
+        guard = TimingGuard(h, job.options.tolerance, 0, least) if role == "candidate" else None
+        return Sampler(role, h, program, clock, guard)
+
+
 def _input_memory(device: torch.device) -> int:
     """The module's INPUT_MEMORY for `device` (on a GPU, half its free memory when that is more)."""
     if device.type == "cpu":
@@ -329,14 +413,14 @@ def _input_memory(device: torch.device) -> int:
     return max(INPUT_MEMORY["cuda"], free // 2)
 
 
-def _program(h: Harness, job: WorkerJob):
+def _program(h: Harness, role: str, compile_mode: str):
     """The callable to time, under no_grad like every call in the worker."""
-    if job.role == "candidate":
+    if role == "candidate":
         model = h.candidate
-    elif job.role == "eager":
+    elif role == "eager":
         model = h.reference
     else:
-        model = _compiled(h, job.options.compile_mode)
+        model = _compiled(h, compile_mode)
 
     def call(*args: Any) -> Any:
         with torch.no_grad():
@@ -359,10 +443,10 @@ def _compiled(h: Harness, mode: str) -> Any:
                  "unavailable; this is not the candidate's fault):")) from exc
 
 
-def _call_failure(job: WorkerJob, exc: BaseException) -> JobFailure:
-    if job.role == "candidate":
+def _call_failure(role: str, exc: BaseException) -> JobFailure:
+    if role == "candidate":
         return candidate_error(exc, "ModelNew.forward raised during timing")
-    return JobFailure(Status.runtime_error, format_exception(exc, f"the {job.role} reference failed during timing:"))
+    return JobFailure(Status.runtime_error, format_exception(exc, f"the {role} reference failed during timing:"))
 
 
 def _spot_check(h: Harness, policy: str, p: Pass, k: int) -> None:

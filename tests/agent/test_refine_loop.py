@@ -125,6 +125,52 @@ def test_resume_after_a_crash_between_a_steps_writes_and_its_checkpoint(
     assert "unregistered type" not in caplog.text  # every state type is on the allow-list
 
 
+def test_resume_after_a_crash_between_storing_an_attempt_and_saving_its_step(
+        tmp_path, scripted, transcript, monkeypatch):
+    """Killed after turn 0's attempt was stored but before its step's writes were saved: the
+    resume runs that step again, and the stored attempt stands (not rewritten, not redone)."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    class Crash(Exception):
+        pass
+
+    killed = []
+    real_writes, real_put, real_store = (AsyncSqliteSaver.aput_writes, AsyncSqliteSaver.aput,
+                                         RunStore.write_attempt)
+
+    async def writes(self, config, writes, task_id, task_path=""):
+        if killed or ("turn", 1) in [tuple(w) for w in writes]:
+            killed.append(True)  # from here on the process is dead: it saves and stores nothing
+            raise Crash("killed before the step's writes")
+        return await real_writes(self, config, writes, task_id, task_path)
+
+    async def put(self, *args):
+        if killed:
+            raise Crash("killed")
+        return await real_put(self, *args)
+
+    def store(self, attempt, **kw):
+        if killed:
+            raise Crash("killed")
+        return real_store(self, attempt, **kw)
+
+    model = transcript({(RELU, 0, t): f"ok {0.5 - 0.1 * t} 0.0" for t in range(2)})
+    monkeypatch.setattr(AsyncSqliteSaver, "aput_writes", writes)
+    monkeypatch.setattr(AsyncSqliteSaver, "aput", put)
+    monkeypatch.setattr(RunStore, "write_attempt", store)
+    first = execute(settings(model, tmp_path, turns=2), "refine", evaluator=scripted)
+    assert "Crash" in first.failed[f"{RELU}#0"]
+    before = RunStore(first.path).written_at()
+    assert set(before) == {(RELU, 0, 0)}
+    calls = len(scripted.calls)
+    monkeypatch.undo()
+    again = execute(RefineSettings(resume=first.path), "refine", evaluator=scripted)
+    assert not again.failed
+    assert RunStore(first.path).written_at()[(RELU, 0, 0)] == before[(RELU, 0, 0)]
+    assert stages(scripted)[calls:] == ["compile", "correct", "perform"]  # turn 1 only
+    assert RunStore(first.path).trajectories()[0].best_per_turn == [0, 1]
+
+
 def test_the_store_is_the_ground_truth_when_checkpoints_are_lost(tmp_path, scripted, transcript):
     model = transcript({(RELU, 0, 0): "ok 0.5 0.0", (RELU, 0, 1): "ok 0.4 0.0"})
     path = refine.run(settings(model, tmp_path, turns=2), evaluator=scripted)

@@ -109,7 +109,7 @@ def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_pat
 
 
 def test_parts_of_an_arm_from_separate_calls_join_with_their_walls_summed(result):
-    """`--part K/N`: each part's wall time adds up; rows keep the folder's order."""
+    """`--part K/N`: each part's wall time adds up; rows are put in the folder's order."""
     def part(k: int, files: slice, wall: float) -> dict:
         rows = result["framework"]["rows"][files]
         return {"date": "2026-12-01", "candidates": len(rows), "problems": len(rows),
@@ -130,11 +130,23 @@ def test_parts_of_an_arm_from_separate_calls_join_with_their_walls_summed(result
         merge([one])
 
 
-def test_part_slices_cover_every_candidate_once():
-    from experiments.bench.throughput import _part
+def test_parts_cover_every_candidate_once_with_about_equal_inputs():
+    """`--part K/N` deals the candidates out by their inputs' elements: every candidate in one
+    part, part sizes within one, the largest inputs spread over the parts."""
+    from experiments.bench.throughput import CANDIDATES, _part, find_candidates, part_of
+    from problems.inputs import meta_inputs
+    from problems.loaders import SUITE_ROOT, load_file
 
-    slices = [_part(f"{k}/3", 41) for k in (1, 2, 3)]
-    assert [(a, b) for *_, a, b in slices] == [(0, 13), (13, 27), (27, 41)]
+    candidates, _ = find_candidates(CANDIDATES / "cuda", SUITE_ROOT)
+    parts = [part_of(candidates, *_part(f"{k}/3", len(candidates))) for k in (1, 2, 3)]
+    files = [c["file"].name for part in parts for c in part]
+    assert sorted(files) == sorted(c["file"].name for c in candidates)  # each exactly once
+    assert sorted(map(len, parts)) == [13, 14, 14]
+    for part in parts:  # the folder's order within a part
+        assert [c["file"] for c in part] == sorted(c["file"] for c in part)
+    loads = [sum(x.numel() for c in part for x in meta_inputs(load_file(c["problem"])))
+             for part in parts]
+    assert max(loads) < 1.1 * min(loads), loads
     for bad in ("0/3", "4/3", "3", "a/b", "2/50"):
         with pytest.raises(ValueError):
             _part(bad, 41)
@@ -153,3 +165,23 @@ def test_device_seconds_per_candidate_are_the_busy_seconds_of_the_job_log(result
     assert busy_seconds(rows) == 5.0 + 1.0 + 1.0 + 1.5
     result["framework"]["device_busy_s"] = 30.0
     assert summary(result)["device_s_per_candidate"] == 10.0  # 30 s over its 3 candidates
+
+
+def test_the_device_timeline_splits_held_seconds_into_alone_and_shared_and_idle_ones():
+    from experiments.bench.testlog import device_timeline
+
+    rows = [{"kind": "build", "began": 0.0, "seconds": 10.0, "held_s": None},
+            {"kind": "time", "role": "eager", "began": 1.0, "seconds": 5.0, "held_s": 3.0,
+             "holds": [[2.0, 3.0, True], [4.0, 6.0, False]]},  # prepared shared, timed alone
+            {"kind": "correct", "began": 9.0, "seconds": 4.0, "held_s": 4.0,
+             "holds": [[9.0, 13.0, True]]},
+            {"kind": "correct", "began": 11.0, "seconds": 3.0, "held_s": 3.0,
+             "holds": [[11.0, 14.0, True]]},
+            {"kind": "time", "role": "candidate", "began": 15.0, "seconds": 5.0, "held_s": 4.0,
+             "holds": [[16.0, 20.0, False]]}]
+    assert device_timeline(rows) == {
+        "span_s": 20.0, "busy_s": 1.0 + 2.0 + 5.0 + 4.0, "alone_s": 2.0 + 4.0, "shared_only_s": 6.0,
+        "first_build_s": 10.0, "idle_before_first_build_s": 10.0 - 1.0 - 2.0 - 1.0,
+        "idle_after_s": 10.0 - 4.0 - 4.0}
+    rows[-1].pop("holds")  # a log from before holds said whether they were shared
+    assert device_timeline(rows)["alone_s"] is None

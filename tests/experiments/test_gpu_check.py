@@ -114,10 +114,11 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert row["kind"] == "correct" and row["problem"] == "level1/19_relu"
     assert "test_one_job" in row["test"] and row["held_s"] > 0 and row["wait_s"] >= 0
     assert row["seconds"] >= row["held_s"]
+    assert [shared for _, _, shared in row["holds"]] == [True]  # a correctness job shares it
     stats = testlog.jobs(joblog)["correct/candidate"]
     assert stats["jobs"] == 1 and stats["held_s"] == round(row["held_s"], 1)
     # the worker's own account (no candidate: the job fails in its first trial)
-    assert set(row["phases"]) == {"start", "prepare", "trials", "environment", "other"}
+    assert set(row["phases"]) == {"start", "configure", "prepare", "trials", "environment", "other"}
     assert 0 < row["phases"]["prepare"] < row["seconds"] and row["phases"]["other"] >= 0
 
 

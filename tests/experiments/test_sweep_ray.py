@@ -61,9 +61,9 @@ def test_sweep_on_ray_stores_every_attempt_once_despite_a_killed_worker(
     writes: Counter = Counter()
     original_write = RunStore.write_attempt
 
-    def counting_write(self, attempt):
+    def counting_write(self, attempt, **kw):
         writes[(attempt.candidate.problem_id, attempt.candidate.index, attempt.candidate.turn)] += 1
-        original_write(self, attempt)
+        original_write(self, attempt, **kw)
 
     pools: list = []
     original_init, original_call = ray_workers.ActorPool.__init__, ray_workers.ActorPool.call

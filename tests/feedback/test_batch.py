@@ -100,6 +100,35 @@ def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu
     assert record.exists()
 
 
+def test_a_problems_two_baselines_are_one_job_and_a_missing_one_is_timed_alone(relu, fast_options,
+                                                                             jobs_run):
+    """Eager and torch.compile are timed by one `baselines` job (one process, one hold of the
+    device), each cached as its own record; when only one record is missing, its own job runs."""
+    from feedback import cache
+    from feedback.environment import host_environment, known_device
+
+    options = fast_options.model_copy(update={"run_timeout_s": 60, "timing_trials": 10})
+    device = known_device(host_environment("cpp", options.device))
+    records = {role: cache.reference_path(options, relu, "time", role, "cpp", device)
+               for role in ("eager", "compiled")}
+    for record in records.values():
+        record.unlink(missing_ok=True)
+    items = [(relu, cpp_candidate("relu", extra=f"\n# baselines {i}\n"), "cpp") for i in range(2)]
+    results = evaluate_many(items, options, devices=["cpu"], compile_workers=2)
+    assert all(r.status == Status.ok and r.speedup_eager is not None and r.speedup_compile
+               is not None for r in results), [(r.message[:300], r.warnings) for r in results]
+    timings = [role for kind, role, _ in jobs_run if kind == "time"]
+    assert sorted(timings) == ["baselines", "candidate", "candidate"]
+    assert all(record.exists() for record in records.values())
+
+    records["compiled"].unlink()
+    jobs_run.clear()
+    again = evaluate_many(items[:1], options, devices=["cpu"], compile_workers=1)
+    assert again[0].status == Status.ok and again[0].speedup_compile is not None
+    assert sorted(role for kind, role, _ in jobs_run if kind == "time") == ["candidate", "compiled"]
+    assert records["compiled"].exists()
+
+
 def test_a_baseline_timed_with_another_window_is_not_reused(relu, fast_options):
     """`flush_ahead` changes what a sample's window holds: the references' cached timings are
     keyed on it like every other timing knob."""

@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,33 @@ def test_a_pch_is_built_once_then_reused(tmp_path, fake_cxx):
     assert len(builds) == 1
     other = fastbuild_pch.ensure_header(tmp_path / "pch", fake_cxx, "-fPIC -O2")
     assert other is not None and other != header  # another flag set, another PCH
+
+
+def test_a_cache_keeps_its_most_recently_used_pchs_and_rebuilds_an_evicted_one(
+        tmp_path, fake_cxx, monkeypatch):
+    """Each PCH is ~800 MB: past KERNEL_REFINE_PCH_KEEP, the least recently used one goes, but
+    its header stays, so a build that already names it still compiles (from the header's text)."""
+    monkeypatch.setenv(fastbuild_pch.KEEP_ENV, "2")
+    root = tmp_path / "pch"
+    o1, o2 = (fastbuild_pch.ensure_header(root, fake_cxx, f"-fPIC -O{n}") for n in (1, 2))
+    os.utime(o1.parent / "ready", (1_000, 1_000))
+    os.utime(o2.parent / "ready", (2_000, 2_000))
+    assert fastbuild_pch.ensure_header(root, fake_cxx, "-fPIC -O1") == o1  # a use: O1 is newest
+    o3 = fastbuild_pch.ensure_header(root, fake_cxx, "-fPIC -O3")
+    assert sorted(r.parent for r in root.glob("*/ready")) == sorted([o1.parent, o3.parent])
+    assert len(list(root.glob("*/kr_pch.h.gch"))) == 2
+    assert o2.is_file() and not (o2.parent / "kr_pch.h.gch").exists()
+    assert fastbuild_pch.ensure_header(root, fake_cxx, "-fPIC -O2") == o2  # built again
+    assert (o2.parent / "kr_pch.h.gch").read_text() == "gch"
+    assert len(list(root.glob("*/ready"))) == 2
+    assert len([c for c in _calls(tmp_path) if "c++-header" in c]) == 4
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_a_bad_pch_keep_value_names_the_variable(value, monkeypatch):
+    monkeypatch.setenv(fastbuild_pch.KEEP_ENV, value)
+    with pytest.raises(ValueError, match=f"{fastbuild_pch.KEEP_ENV}=.*whole number >= 1"):
+        fastbuild_pch.keep()
 
 
 def test_a_failed_pch_build_is_recorded_and_not_retried(tmp_path, fake_cxx, monkeypatch):
@@ -276,10 +304,12 @@ def _in_processes(*jobs: tuple) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory) -> Path:
+def shared_cache(tmp_path_factory) -> Iterator[Path]:
     if not shutil.which(os.environ.get("CXX", "c++")):
         pytest.skip("no C++ compiler")
-    return tmp_path_factory.mktemp("fastbuild-cache")
+    cache = tmp_path_factory.mktemp("fastbuild-cache")
+    yield cache
+    shutil.rmtree(cache, ignore_errors=True)  # its PCHs are ~800 MB each: not kept for pytest's tmp
 
 
 @pytest.mark.slow
@@ -309,7 +339,7 @@ def test_a_pch_built_for_other_flags_falls_back_to_a_correct_build(tmp_path, sha
     flags = (ready.parent / "flags.txt").read_text().strip().replace("-O2", "-O0")
     cxx = cpp_extension.get_cxx_compiler()
     planted = shared_cache / "pch" / fastbuild_pch.key_of(cxx, flags)
-    shutil.copytree(ready.parent, planted)
+    shutil.copytree(ready.parent, planted, copy_function=os.link)  # links: no second 800 MB
     job = (str(tmp_path / "f"), str(shared_cache), ["-O0"], str(tmp_path / "f.json"))
     build = _start(job)  # the build and the probe side by side
     assert fastbuild_pch._probe(planted, cxx, flags) is not None, "GCC accepted the planted PCH"

@@ -201,15 +201,16 @@ def time_job(relu, tmp_path, role: str, timeout_s: float = 20):
                   timeout_s=timeout_s, device_lock=tmp_path / "dev.lock")
 
 
+@pytest.mark.parametrize("role", ["compiled", "baselines"])
 def test_a_references_time_job_prepares_with_the_device_shared(monkeypatch, relu, tmp_path,
-                                                               holds):
+                                                               holds, role):
     """Its set-up that needs no device holds nothing, the rest of its set-up (no candidate code
     in that process) shares the device with correctness jobs; only its timed part holds it
     alone."""
     import json
 
     stand_in(monkeypatch, HANDOFF)
-    run = time_job(relu, tmp_path, "compiled")
+    run = time_job(relu, tmp_path, role)
     marks = json.loads(run.report.message)
     assert run.trusted and [h["shared"] for h in holds] == [True, False]
     shared, alone = holds
@@ -217,12 +218,24 @@ def test_a_references_time_job_prepares_with_the_device_shared(monkeypatch, relu
     assert shared["left"] <= alone["got"] <= marks["go"]
 
 
-def test_a_candidates_time_job_holds_the_device_alone_throughout(monkeypatch, relu, tmp_path,
-                                                                 holds):
+def test_a_candidates_time_job_prepares_shared_too(monkeypatch, relu, tmp_path, holds):
+    """Its trusted set-up shares the device as a reference's does (the worker imports the
+    candidate only once it holds the device alone: test_worker_handoff.py)."""
+    import json
+
     stand_in(monkeypatch, HANDOFF)
     run = time_job(relu, tmp_path, "candidate")
+    assert run.trusted and set(json.loads(run.report.message)) == {"set_up", "prepared", "go"}
+    assert [h["shared"] for h in holds] == [True, False]
+
+
+def test_a_correctness_job_shares_the_device_throughout(monkeypatch, relu, tmp_path, holds):
+    stand_in(monkeypatch, HANDOFF)
+    run = launch("correct", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"),
+                 candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
+                 timeout_s=20, device_lock=tmp_path / "dev.lock")
     assert run.trusted and run.report.message == "{}"  # no handoff: the pipes were not its
-    assert [h["shared"] for h in holds] == [False]
+    assert [h["shared"] for h in holds] == [True]
 
 
 def test_the_wait_for_the_device_between_the_two_parts_is_not_run_time(monkeypatch, relu, tmp_path):
@@ -264,13 +277,25 @@ def test_waiting_workers_are_kept_for_the_most_recent_specs_only(monkeypatch, re
     assert not job_module._POOL.waiting
 
 
+@pytest.mark.parametrize("role", ["compiled", "baselines"])
 def test_an_autotuning_compile_holds_the_device_alone_throughout(monkeypatch, relu, tmp_path,
-                                                                 holds):
+                                                                 holds, role):
     """max-autotune times its choices on the device while it compiles: not with others on it."""
     stand_in(monkeypatch, HANDOFF)
     run = launch("time", relu, "cuda",
                  EvalOptions(cache_dir=tmp_path / "cache", compile_mode="max-autotune"),
-                 role="compiled", candidate=None, extensions_dir=tmp_path / "ext", arch=None,
+                 role=role, candidate=None, extensions_dir=tmp_path / "ext", arch=None,
                  gpu_index=0, timeout_s=20, device_lock=tmp_path / "dev.lock")
     assert run.trusted and run.report.message == "{}"
     assert [h["shared"] for h in holds] == [False]
+
+
+def test_only_a_compile_baselines_worker_imports_torch_compile_ahead(monkeypatch, relu, tmp_path):
+    """Its own spec, so the worker waiting for it imports torch.compile's modules before it says
+    it is ready (feedback/worker/run.py); no other job's worker pays for them."""
+    stand_in(monkeypatch, f"send(report(message=os.environ.get({job_module.AHEAD_ENV!r}, '-')))\n")
+    roles = ("compiled", "baselines", "eager", "candidate")
+    got = {role: time_job(relu, tmp_path, role) for role in roles}
+    assert all(run.trusted for run in got.values())
+    assert {role: run.report.message for role, run in got.items()} == {
+        "compiled": "compile", "baselines": "compile", "eager": "-", "candidate": "-"}

@@ -8,8 +8,10 @@ so a warm cache makes every build an import.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import time
 
 import pytest
 import ray
@@ -59,6 +61,21 @@ def test_same_results_as_the_local_executor(local_ray, relu, options):
     assert len(workers) == 1 and workers[0].pid != os.getpid() and workers[0].device is None
 
 
+@contextlib.contextmanager
+def one_actor(relu, options, **pool_options):
+    """A pool of one cpp actor (`ActorPool` options) and the arguments of a correctness call of
+    the ReLU candidate, built (timing off)."""
+    opts = options.model_copy(update={"time": False})
+    code = cpp_candidate("relu")
+    ev = RayEvaluator(actors=1)
+    pool = ActorPool(1, False, ev.runtime_env, **pool_options)
+    try:
+        yield pool, (relu, code, "cpp", opts, ev.compile(relu, code, "cpp", opts))
+    finally:
+        pool.close()
+        ev.close()
+
+
 def test_a_worker_whose_job_died_by_a_signal_is_replaced(local_ray, relu, options):
     """The GPU executor's fault policy (a device job that crashed may have left the device in a
     bad state: never reuse its actor), exercised here on CPU actors."""
@@ -86,19 +103,11 @@ def test_a_worker_whose_job_died_by_a_signal_is_replaced(local_ray, relu, option
 def test_a_call_that_loses_every_worker_is_an_error_not_a_result(local_ray, relu, options):
     """Past its retries a lost call raises (the trajectory ends, a resume redoes the turn): it
     never becomes a result that would blame the candidate."""
-    opts = options.model_copy(update={"time": False})
-    code = cpp_candidate("relu")
-    ev = RayEvaluator(actors=1)
-    pool = ActorPool(1, False, ev.runtime_env, retries=0)
-    try:
-        built = ev.compile(relu, code, "cpp", opts)
+    with one_actor(relu, options, retries=0) as (pool, call):
         (worker,) = pool.workers()
         os.kill(worker.pid, signal.SIGKILL)  # the actor's process, started by this test
         with pytest.raises(EvaluationLost, match="lost its Ray worker on each of 1 tries"):
-            pool.call("correct", relu, code, "cpp", opts, built)
-    finally:
-        pool.close()
-        ev.close()
+            pool.call("correct", *call)
     assert pool.replaced == 1 and pool.retried == 0
 
 
@@ -135,3 +144,53 @@ def test_workers_get_the_drivers_cache(local_ray, cache_dir):
         return str(default_cache_dir())
 
     assert ray.get(seen.options(runtime_env=env).remote()) == str(cache_dir.resolve())
+
+
+@pytest.mark.timeout(300)
+def test_an_actor_runs_as_many_calls_at_once_as_it_has_lanes(local_ray, relu, options):
+    """Lanes: one actor answers while a call runs on it, a free lane per call, and an actor that
+    dies under two calls is replaced once, both calls running again on its replacement."""
+    import threading
+
+    with one_actor(relu, options, lanes=2) as (pool, call):
+        assert pool.lanes == 2 and pool._idle.qsize() == 2
+        (first,) = pool.workers()
+        results: list = []
+        calls = [threading.Thread(target=lambda: results.append(pool.call("correct", *call)))
+                 for _ in range(2)]
+
+        def taken(lanes: int) -> bool:
+            deadline = time.monotonic() + 60
+            while pool._idle.qsize() > 2 - lanes and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return pool._idle.qsize() == 2 - lanes
+
+        calls[0].start()
+        assert taken(1)
+        # its other lane is free in the actor too: it answers at once beside the running call
+        assert ray.get(pool._slots[0].actor.describe.remote(), timeout=5).pid == first.pid
+        assert calls[0].is_alive()
+        calls[1].start()
+        assert taken(2)
+        os.kill(first.pid, signal.SIGKILL)  # both calls lose it; it is replaced once
+        for thread in calls:
+            thread.join(240)
+        (second,) = pool.workers()
+    assert [r.status for r in results] == [Status.ok, Status.ok], [r.message[:300] for r in results]
+    assert pool.replaced == 1 and pool.retried == 2 and second.pid != first.pid
+
+
+def test_baselines_are_timed_by_a_stage_worker_into_the_cache(local_ray, relu, options):
+    from feedback import cache
+    from feedback.environment import host_environment, known_device
+
+    device = known_device(host_environment("cpp", options.device))
+    record = cache.reference_path(options, relu, "time", "eager", "cpp", device)
+    record.unlink(missing_ok=True)
+    ev = RayEvaluator(actors=1)
+    try:
+        ev.baselines(relu, "cpp", options)
+        (worker,) = ev.pool("cpp").workers()
+    finally:
+        ev.close()
+    assert record.exists() and worker.pid != os.getpid()

@@ -133,6 +133,33 @@ def test_timing_reports_must_be_consistent():
         assert channel.check(_report(kind="time", correctness=None, timing=bad), job)
 
 
+def test_a_baselines_report_is_checked_part_by_part():
+    job = _job("time", timing_trials=20).model_copy(update={"role": "baselines"})
+    good = TimingStats(median_ms=1.0, mean_ms=1.1, std_ms=0.1, min_ms=0.9, max_ms=2.0, n=20, clock="host_wall")
+
+    def part(role: str, **fields) -> WorkerReport:
+        return _report(**{"kind": "time", "role": role, "correctness": None, "timing": good,
+                          **fields})
+
+    def whole(*parts: WorkerReport, **fields) -> WorkerReport:
+        return _report(kind="time", role="baselines", correctness=None, parts=list(parts), **fields)
+    failed = part("compiled", status=Status.runtime_error, timing=None, message="compile failed")
+    assert channel.check(whole(part("eager"), part("compiled")), job) == ""
+    assert channel.check(whole(part("eager"), failed, status=Status.runtime_error), job) == ""
+    assert channel.check(whole(status=Status.runtime_error), job) == ""  # failed before its parts
+    for bad, why in [
+        (whole(part("eager")), "parts are ['eager']"),
+        (whole(part("compiled"), part("eager")), "parts are ['compiled', 'eager']"),
+        (whole(part("eager"), failed), "disagrees"),
+        (whole(part("eager"), part("compiled", timing=good.model_copy(update={"n": 3}))),
+         "its compiled part: 3 timed samples"),
+        (whole(part("eager", problem_id="level1/1_square_matmul"), part("compiled")),
+         "its eager part: the report answers problem_id"),
+        (whole(status=Status.ok), "parts are []"),
+    ]:
+        assert why in channel.check(bad, job)
+
+
 @pytest.mark.parametrize("warmup,total", [(2, 22), (5, 105), (0, 2), (3, 4), (1, 9)])
 def test_timing_probes_one_per_stratum_at_secret_positions_plus_one_after_the_last_call(warmup, total):
     from feedback.worker.probes import PROBES, TimingGuard

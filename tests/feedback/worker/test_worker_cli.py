@@ -5,9 +5,11 @@ Tampering candidates run here rather than in-process: they patch `torch` for goo
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
+import pytest
 from workerkit import GELU, MATMUL, REPO
 
 from feedback.result import Status
@@ -102,3 +104,17 @@ print(report.status.value, sorted({{m.split('.')[0] for m in set(sys.modules) - 
     status, roots = out.split(" ", 1)
     assert status == "ok"
     assert not {"setuptools", "distutils", "numpy", "filelock"} & set(eval(roots)), roots
+
+
+@pytest.mark.parametrize("ahead", ["compile", ""])
+def test_a_compile_baselines_standby_imports_torch_compile_ahead(ahead):
+    """With `AHEAD_ENV` set to `compile` (the compile baseline's spec, feedback/job.py) the
+    standby's imports include torch.compile's; without it they do not."""
+    from feedback.job import AHEAD_ENV
+
+    script = ("import sys\nfrom feedback.worker.run import COMPILE_IMPORTS, import_ahead\n"
+              "import_ahead()\nprint([m in sys.modules for m in COMPILE_IMPORTS])\n")
+    env = {**os.environ, AHEAD_ENV: ahead, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
+                         check=False, timeout=300, env=env).stdout.strip().splitlines()[-1]
+    assert out == str([bool(ahead)] * 2)

@@ -71,6 +71,27 @@ def test_cuda_event_timing_is_sane(kit):
     assert report.environment.device.startswith("NVIDIA")
 
 
+def test_a_baselines_job_times_eager_and_torch_compile_with_cuda_events(kit):
+    """One process, one hold of the device: both parts timed as their own jobs would be (an
+    elementwise op: torch.compile's one kernel against eager's one, within a factor of 2).
+
+    In a process of its own, as a worker runs it: torch.compile leaves inductor's compile pool
+    in its process, whose timer thread starts whenever a pool result arrives, and an in-process
+    candidate job after it would count that thread as the candidate's (H200, 2026-12-05:
+    test_side_stream_work_is_inside_the_timed_window failed so, after this test)."""
+    code, report = kit.run_child("time", SCALE, None, role="baselines", backend="cuda",
+                                 timing_trials=30, warmup=5)
+    assert code == 0 and report is not None, kit.last_stderr[-3000:]
+    assert report.status == Status.ok, report.message
+    eager, compiled = report.parts
+    for part in report.parts:
+        t = part.timing
+        assert part.status == Status.ok and t.clock == "cuda_events" and t.n >= 30
+        assert 0 < t.min_ms <= t.median_ms <= t.max_ms < 50
+    assert eager.min_bytes == 2 * 4 * (1 << 24) and compiled.min_bytes is None
+    assert 0.5 < compiled.timing.median_ms / eager.timing.median_ms < 2
+
+
 @pytest.mark.parametrize("flush_ahead", [False, True])
 def test_l2_flush_sends_reads_to_memory(flush_ahead):
     """The clock's flush evicts what the last call read: a read of half of L2 right after the

@@ -1,6 +1,6 @@
 """feedback/worker/handoff.py with the real worker (cpp: the host's CPU is the device): a
-reference's time job started ahead (`standby_workers`) prepares holding the device's lock shared
-and holds it alone for its timed part; a candidate's holds it alone throughout."""
+time job started ahead (`standby_workers`) prepares holding the device's lock shared and holds
+it alone for its timed part; a candidate's imports the candidate only once it holds it alone."""
 
 from __future__ import annotations
 
@@ -51,3 +51,28 @@ def test_a_reference_is_delivered_before_the_device_is_held(relu, fast_options, 
     assert run.trusted and run.report.status == Status.ok, run.report.message
     assert run.report.phases["shared_wait"] > busy / 2
     assert [h["shared"] for h in holds[-2:]] == [True, False]
+
+
+def test_a_candidate_is_imported_only_once_its_time_job_holds_the_device_alone(
+        relu, fast_options, holds):
+    """Its trusted set-up holds the device shared; the candidate's import (here a second's
+    sleep) falls in its hold alone, so no candidate code runs while it waits between the two."""
+    from candidates import cpp_candidate
+
+    from feedback.compile import locate
+    from feedback.evaluate import LocalEvaluator
+
+    options = fast_options.model_copy(update={"timing_trials": 5})
+    code = cpp_candidate("relu", extra="\nimport time as _t\n_t.sleep(1.5)\n")
+    built = LocalEvaluator().compile(relu, code, "cpp", options)
+    assert built.status == Status.ok, built.message
+    paths = locate(code, "cpp", options)
+    with job.standby_workers(cpu=True):
+        _run("correct", "candidate", relu, "cpp", options, paths)  # starts a standby worker
+        before = len(holds)
+        run = _run("time", "candidate", relu, "cpp", options, paths)
+    assert run.trusted and run.report.status == Status.ok, run.report.message
+    shared, alone = holds[before:]
+    assert shared["shared"] and not alone["shared"] and shared["left"] <= alone["got"]
+    assert shared["left"] - shared["got"] < 1.5 <= run.report.phases["load"]
+    assert alone["left"] - alone["got"] >= run.report.phases["load"]

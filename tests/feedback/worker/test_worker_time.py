@@ -40,6 +40,27 @@ def test_a_failing_torch_compile_baseline_is_named_as_such(kit):
     assert "torch.compile(mode='no-such-mode')" in report.message and "not the candidate" in report.message
 
 
+def test_a_baselines_job_times_eager_then_compiled_each_as_its_own_job_would(kit):
+    report = kit.run("time", MATMUL, None, role="baselines")
+    assert report.status == Status.ok, report.message
+    assert [p.role for p in report.parts] == ["eager", "compiled"]
+    eager, compiled = report.parts
+    assert all(p.status == Status.ok and p.timing is not None and p.timing.n >= 10 and
+               p.kind == "time" and p.problem_id == report.problem_id for p in report.parts)
+    m, k, n = 32, 1024, 24
+    assert eager.flops == 2 * m * k * n and compiled.flops is None  # as the eager job's, alone
+    assert report.timing is None and report.phases["windows"] > 0
+
+
+def test_a_failing_compile_fails_its_part_of_a_baselines_job_and_not_the_eager_part(kit):
+    report = kit.run("time", MATMUL, None, role="baselines", compile_mode="no-such-mode")
+    eager, compiled = report.parts
+    assert eager.status == Status.ok and eager.timing is not None
+    assert compiled.status == Status.runtime_error and compiled.timing is None
+    assert "torch.compile(mode='no-such-mode')" in compiled.message
+    assert report.status == Status.runtime_error and report.message.startswith("the compiled part:")
+
+
 def test_results_replayed_by_shape_fail_the_recheck_of_timed_outputs(kit):
     # correct on every fresh input set the first time, then replays the first answer
     report = kit.run("time", MATMUL, """
