@@ -156,6 +156,28 @@ each with its own process, set-up, handoff and report."""
 COMPILED_ROLES = ("compiled", "baselines")
 """The time jobs' roles that compile the reference with torch.compile."""
 
+
+def compiles_reference(kind: str, role: str) -> bool:
+    """Whether a job compiles the reference with torch.compile (a baseline's time job)."""
+    return kind == "time" and role in COMPILED_ROLES
+
+
+def inductor_env(kind: str, role: str, cache_dir: Path | str) -> dict[str, str]:
+    """Inductor's settings in a job's environment.
+
+    A job that compiles the reference shares Inductor's cache (`<cache>/inductor`, written and
+    read by trusted code alone). Every other job, a candidate's above all, keeps Inductor's cache
+    in its scratch folder (caches.py), so nothing a candidate writes reaches a baseline's compile
+    (the FX graph cache holds pickles), and compiles in its own process: the pool of compile
+    processes, and the timer thread that watches it, would outlive a candidate's forward() when it
+    calls torch.compile, and fail the thread and process guards."""
+    if compiles_reference(kind, role):
+        # AHEAD_ENV: its own spec, so its standby worker imports torch.compile ahead for it
+        return {"TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir).resolve() / "inductor"),
+                AHEAD_ENV: "compile"}
+    return {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
 READY, SHARED, PREPARED = b"R", b"S", b"P"
 """What a standby worker writes on its signal pipe: its imports are done; (a `prepares_shared`
 job) its set-up that needs no device is done and it waits for the device shared; it is prepared
@@ -443,9 +465,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
     priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
-    extra = {"TORCHINDUCTOR_CACHE_DIR": str(Path(options.cache_dir).resolve() / "inductor")}
-    if kind == "time" and role in COMPILED_ROLES:
-        extra[AHEAD_ENV] = "compile"  # its own spec, so its standby worker imports ahead for it
+    extra = inductor_env(kind, role, options.cache_dir)
     # builds see no GPU (gpu_index None) but must keep off every GPU's timing core all the same
     place = cores.plan(None if backend == "cpp" else (gpu_index or 0), options.cpu_threads) \
         if options.isolate_cores else None

@@ -15,8 +15,10 @@ Order matters, and is the point of this module (issue 4, classes 2, 5, 12):
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import perf_counter
 from typing import Any
 
@@ -160,6 +162,7 @@ def _float64_twin(h: Harness) -> torch.nn.Module | None:
 
 
 def _load_candidate(h: Harness) -> None:
+    _torch_compile_ready(h.job.candidate_path)
     h.threads = guards.ThreadCount()
     h.snapshot = tamper.Snapshot([("problem", h.problem)] + tamper.model_namespaces(h.reference, "problem"))
     h.audit = audit.install()
@@ -181,6 +184,35 @@ def _load_candidate(h: Harness) -> None:
     if h.job.options.library_ops != "allow":
         h.own = OwnCode(h.job.extensions_dir, h.job.candidate_path)
         h.own.refresh()
+
+
+_CALLS_TORCH_COMPILE = re.compile(r"\.\s*compile\b|\bcompile\s*\(|\b_dynamo\b|\bimport\b[^\n]*\bcompile\b")
+"""`torch.compile`, `@T.compile`, `compile(...)`, `from torch import compile`, `torch._dynamo`: not
+the word in a comment ("compile the kernel"), which would cost every such candidate Dynamo's import."""
+
+
+def _torch_compile_ready(candidate_path: str) -> None:
+    """What torch.compile changes in a process when first called, done by trusted code before
+    the guards' baselines, so that an honest candidate that calls torch.compile is not refused for
+    torch's own doing: Dynamo replaces `torch.nn.Module.__init__` and `__setstate__` (tamper.py
+    would report torch tampered with), and tqdm starts a monitor thread with its first progress
+    bar, a disabled one too (Inductor's), that the thread guard would find still running after
+    forward(). tqdm's documented switch, `monitor_interval = 0`, costs nothing; Dynamo's import
+    costs about 1 s and 900 modules, so only a candidate whose source calls something `compile` or
+    names `_dynamo` pays it (one that hides the name is refused as before). Inductor's pool of compile
+    processes is off for candidate jobs (`job.inductor_env`)."""
+    with contextlib.suppress(ImportError):
+        from tqdm import std
+
+        std.tqdm.monitor_interval = 0
+    try:
+        source = Path(candidate_path).read_text(errors="replace")
+    except OSError:
+        return  # the import below reports a missing candidate
+    if _CALLS_TORCH_COMPILE.search(source):
+        from torch._dynamo.mutation_guard import install_generation_tagging_init
+
+        install_generation_tagging_init()
 
 
 def check_audit(h: Harness, when: str) -> None:

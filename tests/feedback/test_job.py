@@ -299,3 +299,17 @@ def test_only_a_compile_baselines_worker_imports_torch_compile_ahead(monkeypatch
     assert all(run.trusted for run in got.values())
     assert {role: run.report.message for role, run in got.items()} == {
         "compiled": "compile", "baselines": "compile", "eager": "-", "candidate": "-"}
+
+
+def test_only_a_reference_compiling_job_shares_inductors_cache(monkeypatch, relu, tmp_path):
+    """A candidate's own torch.compile keeps Inductor's cache in the job's scratch folder (nothing
+    it writes reaches a baseline's compile) and compiles in its own process (no pool of compile
+    processes left running after forward())."""
+    stand_in(monkeypatch, "send(report(message=os.environ.get('TORCHINDUCTOR_CACHE_DIR', '-') + '|'"
+                          " + os.environ.get('TORCHINDUCTOR_COMPILE_THREADS', '-')))\n")
+    roles = ("compiled", "baselines", "eager", "candidate")
+    got = {role: time_job(relu, tmp_path, role) for role in roles}
+    assert all(run.trusted for run in got.values())
+    shared = str((tmp_path / "cache").resolve() / "inductor")
+    assert {role: run.report.message for role, run in got.items()} == {
+        "compiled": f"{shared}|-", "baselines": f"{shared}|-", "eager": "-|1", "candidate": "-|1"}

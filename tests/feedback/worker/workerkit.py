@@ -114,15 +114,16 @@ class Kit:
         assert report.nonce == f"nonce-{self.count}"
         return report
 
-    def run_child(self, kind: str, source: str, candidate: str | None, **kw) -> tuple[int, WorkerReport | None]:
-        """`python -m feedback.worker JOB.json` in a process of its own."""
+    def run_child(self, kind: str, source: str, candidate: str | None, env: dict[str, str] | None = None,
+                  **kw) -> tuple[int, WorkerReport | None]:
+        """`python -m feedback.worker JOB.json` in a process of its own (`env`: added to this one's)."""
         job = self.job(kind, source, candidate, **kw)
         job_path = self.root / f"job_{self.count}.json"
         job_path.write_text(job.model_dump_json())
         # the repository first, then whatever else the tests run with (a GPU host's bundle)
         path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path}
-        proc = subprocess.run([sys.executable, "-m", "feedback.worker", str(job_path)], cwd=REPO,
+        env = {**os.environ, **(env or {}), "PYTHONPATH": path}
+        proc = subprocess.run([sys.executable, "-m", "feedback.worker", str(job_path)], check=False, cwd=REPO,
                               env=env, capture_output=True, timeout=300)
         self.last_stderr = proc.stderr.decode(errors="replace")
         result = Path(job.result_path)
