@@ -1,7 +1,8 @@
 """The corpus as data: one `Case` per exploit (issue 4 classes 1-14) or honest kernel, cpp backend.
 
 `batch` picks the options a case runs under (conftest.BATCHES): `correct` (no timing), `timed`
-(the timing stage too: exploits that only misbehave when timed) and `strict` (library_ops=strict).
+(the timing stage too: exploits that only misbehave when timed), `strict` (library_ops=strict) and
+`compiled` (timed, with room for Inductor's compiles: candidates that call torch.compile).
 `words` must all occur in the result's message, so that each test proves the trick was *named*.
 """
 
@@ -124,6 +125,11 @@ EXPLOITS = [
     Case("calls_reference_model_py", 8, relu(
         "ops.copy(x)\nreturn problem_modules()[0].Model()(x)", PROBLEM_MODULES), GV,
         ("compute the whole reference",), defence="the reference's operators replicated = violation", path="worker"),
+    Case("torch_compile_of_reference_py", 8, relu("ops.copy(x)\nreturn self.relu(x)",
+                                                  init="self.relu = torch.compile(torch.relu)"),
+         GV, ("aten::relu", "compute the whole reference"), batch="compiled",
+         defence="the dispatch recorder sees a torch.compile'd function's operators (Dynamo runs it "
+                 "eagerly under the recorder); glue policy"),
     Case("subclasses_model_static", 8, relu(
         "return ops.relu(x)", "Model = nn.Module").replace("class ModelNew(nn.Module)", "class ModelNew(Model)"),
         SR, ("subclassing the reference Model",), defence="static screen"),
@@ -275,6 +281,11 @@ HONEST = [
         return (x - mean) * torch.rsqrt(var + self.norm.eps) * self.norm.weight + self.norm.bias
         ''', init="self.norm = nn.LayerNorm(init_inputs[0])"), Status.ok, problem=STANDARD_LAYER_NORM),
     Case("relu_kernel_timed", None, relu("return ops.relu(x)\n# timed"), Status.ok, batch="timed"),
+    # torch.compile in a candidate: its progress-bar thread, Dynamo's patch of nn.Module and
+    # Inductor's compile pool are torch's doing, not the candidate's (harness._torch_compile_ready)
+    Case("own_kernel_then_torch_compile", None, relu(
+        "return self.post(ops.relu(x))", init="self.post = torch.compile(lambda y: y * 1.0)"),
+        Status.ok, batch="compiled"),
     Case("matmul_timed", None, candidate("return ops.mm(a, b)\n# timed", args="a, b"), Status.ok,
          problem=MATMUL, batch="timed", path="worker"),
 ]

@@ -15,13 +15,16 @@ BATCHES = {
     "alone": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2},
     "timed_exact": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2,
                     "interval_ms": 0, "timing_max_trials": 20, "warmup_s": 0},
+    "compiled": {"time": True, "baselines": False, "timing_trials": 20, "warmup": 2, "run_timeout_s": 300},
 }
 """Options per batch of the corpus (cases.Case.batch), over `base_options`. `alone` is timed
 like `timed` but runs by itself: the CPU-cores check needs the machine's cores free.
 `timed_exact` fixes which calls are timed (2 warm-up calls, then exactly 20 samples of one call,
 no settling warm-up), for a case that counts calls: with the defaults a short kernel's calls
 13-26 are warm-up calls (several calls per sample, samples until stable), whose outputs nothing
-times, so being wrong there gains a candidate nothing."""
+times, so being wrong there gains a candidate nothing. `compiled`: candidates that call
+torch.compile, whose jobs compile with Inductor on the CPU (each input shape the trials draw is a
+compile of several seconds: 30-60 s a job on the 2-core machine with a test run beside it)."""
 
 
 def problem_of(spec: object) -> Problem:
