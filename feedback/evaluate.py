@@ -33,7 +33,6 @@ from feedback.job import (
     RUN_FILE_BYTES,
     JobRun,
     WorkerReport,
-    compiles_reference,
     launch,
     standby_workers,
 )
@@ -80,14 +79,12 @@ def _run(kind: str, role: str, problem: Problem, backend: Backend, options: Eval
     ext = paths.extensions_dir if paths is not None else root / "inductor"
     ext.mkdir(parents=True, exist_ok=True)
     (root / "inductor").mkdir(parents=True, exist_ok=True)
-    # only a torch.compile baseline writes Inductor's shared cache (job.compiles_reference)
-    inductor = [root / "inductor"] if compiles_reference(kind, role) else []
     parts = len(BASELINE_ROLES) if role == "baselines" else 1
     return launch(kind, problem, backend, options, role=role,
                   candidate=paths.candidate if paths is not None else None, extensions_dir=ext,
                   arch=paths.arch if paths is not None else None,
                   gpu_index=device_index(options.device) if gpu else None,
-                  timeout_s=options.run_timeout_s * parts, writable=inductor,
+                  timeout_s=options.run_timeout_s * parts,
                   device_lock=device_lock(options, gpu), alone=alone,
                   max_output_bytes=RUN_FILE_BYTES if role == "candidate" else BUILD_FILE_BYTES)
 

@@ -466,6 +466,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
     extra = inductor_env(kind, role, options.cache_dir)
+    if compiles_reference(kind, role):  # the one job that may write Inductor's shared cache
+        writable = (*writable, Path(options.cache_dir).resolve() / "inductor")
     # builds see no GPU (gpu_index None) but must keep off every GPU's timing core all the same
     place = cores.plan(None if backend == "cpp" else (gpu_index or 0), options.cpu_threads) \
         if options.isolate_cores else None

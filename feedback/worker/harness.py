@@ -116,6 +116,7 @@ def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None, load: boo
     if with64:
         harness.reference64 = _float64_twin(harness)
     if job.candidate_path:
+        _torch_compile_ready(job.candidate_path)  # here: a time job's set-up, with the device shared
         harness.dispatch = tamper.DispatchTable(_trusted_ops(harness, sample))
     if job.backend == "triton":
         with contextlib.suppress(ImportError):
@@ -162,7 +163,6 @@ def _float64_twin(h: Harness) -> torch.nn.Module | None:
 
 
 def _load_candidate(h: Harness) -> None:
-    _torch_compile_ready(h.job.candidate_path)
     h.threads = guards.ThreadCount()
     h.snapshot = tamper.Snapshot([("problem", h.problem)] + tamper.model_namespaces(h.reference, "problem"))
     h.audit = audit.install()

@@ -290,26 +290,21 @@ def test_an_autotuning_compile_holds_the_device_alone_throughout(monkeypatch, re
     assert [h["shared"] for h in holds] == [False]
 
 
-def test_only_a_compile_baselines_worker_imports_torch_compile_ahead(monkeypatch, relu, tmp_path):
+def test_only_a_reference_compiling_job_imports_torch_compile_ahead_and_shares_inductors_cache(
+        monkeypatch, relu, tmp_path):
     """Its own spec, so the worker waiting for it imports torch.compile's modules before it says
-    it is ready (feedback/worker/run.py); no other job's worker pays for them."""
-    stand_in(monkeypatch, f"send(report(message=os.environ.get({job_module.AHEAD_ENV!r}, '-')))\n")
-    roles = ("compiled", "baselines", "eager", "candidate")
-    got = {role: time_job(relu, tmp_path, role) for role in roles}
-    assert all(run.trusted for run in got.values())
-    assert {role: run.report.message for role, run in got.items()} == {
-        "compiled": "compile", "baselines": "compile", "eager": "-", "candidate": "-"}
-
-
-def test_only_a_reference_compiling_job_shares_inductors_cache(monkeypatch, relu, tmp_path):
-    """A candidate's own torch.compile keeps Inductor's cache in the job's scratch folder (nothing
+    it is ready (feedback/worker/run.py); no other job's worker pays for them. Every other job, a
+    candidate's own torch.compile above all, keeps Inductor's cache in its scratch folder (nothing
     it writes reaches a baseline's compile) and compiles in its own process (no pool of compile
     processes left running after forward())."""
-    stand_in(monkeypatch, "send(report(message=os.environ.get('TORCHINDUCTOR_CACHE_DIR', '-') + '|'"
-                          " + os.environ.get('TORCHINDUCTOR_COMPILE_THREADS', '-')))\n")
+    stand_in(monkeypatch, "send(report(message='|'.join(os.environ.get(k, '-') for k in "
+                          f"({job_module.AHEAD_ENV!r}, 'TORCHINDUCTOR_CACHE_DIR', "
+                          "'TORCHINDUCTOR_COMPILE_THREADS'))))\n")
     roles = ("compiled", "baselines", "eager", "candidate")
     got = {role: time_job(relu, tmp_path, role) for role in roles}
     assert all(run.trusted for run in got.values())
     shared = str((tmp_path / "cache").resolve() / "inductor")
     assert {role: run.report.message for role, run in got.items()} == {
-        "compiled": f"{shared}|-", "baselines": f"{shared}|-", "eager": "-|1", "candidate": "-|1"}
+        "compiled": f"compile|{shared}|-", "baselines": f"compile|{shared}|-",
+        "eager": "-|-|1", "candidate": "-|-|1"}
+
