@@ -21,8 +21,9 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
   process (KernelBench's tolerance; `--correct-trials` and `--timing-trials` calls).
 - `baselined`: the framework arm on problems whose baselines are already measured (the
   refinement case: every turn after a problem's first): the baselines of every problem are timed
-  into its cold cache first (`baseline_setup_s`, outside its wall time), the candidates then
-  build cold and are evaluated as in `framework`.
+  into its cold cache first, `AHEAD_PROBLEMS` at once while the PCH set-up builds
+  (`baseline_setup_s`, both outside its wall time), the candidates then build cold and are
+  evaluated as in `framework`.
 - `ray`: the framework arm again with `--executor ray` (a local Ray instance on this host,
   `feedback.ray_executor.RayEvaluator`), on a cold cache of its own, the same build pool size;
   `ray.init` is timed apart (`ray_init_s`), the stage actors' start is inside the wall time.
@@ -101,7 +102,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
     (and ray.init, and with `baselined` every problem's baselines) timed separately."""
     from feedback import fastbuild
-    from feedback.evaluate import LocalEvaluator, iter_evaluate
+    from feedback.evaluate import AHEAD_PROBLEMS, LocalEvaluator, iter_evaluate
     from feedback.options import EvalOptions
     from problems.loaders import load_file
 
@@ -109,20 +110,27 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
                           correctness_trials=args.correct_trials,
                           compile_baseline=args.compile_baseline, arch=args.arch)
     items = [(load_file(c["problem"]), c["file"].read_text(), args.backend) for c in candidates]
+    evaluator, devices, extra = None, None, {}
+    ahead = ThreadPoolExecutor(AHEAD_PROBLEMS)  # baselines on the device while the PCH builds
+    problems = {item[0].id: item for item in items}.values() if baselined else []
+    begun = time.monotonic()
+    timed = [ahead.submit(LocalEvaluator().baselines, problem, backend, options)
+             for problem, _, backend in problems]
     start = time.monotonic()
     if args.pch_from is not None and (args.pch_from / "pch").is_dir():
         shutil.copytree(args.pch_from / "pch", cache / "pch", dirs_exist_ok=True)
     for _, code, backend in items:
         fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
-    evaluator, devices, extra = None, None, {}
-    if baselined:
-        start = time.monotonic()
-        for problem, _, backend in {item[0].id: item for item in items}.values():
-            LocalEvaluator().baselines(problem, backend, options)
-        extra["baseline_setup_s"] = round(time.monotonic() - start, 1)
-        print(f"[baselined] baselines of {len({i[0].id for i in items})} problems timed in "
-              f"{extra['baseline_setup_s']} s (not in the arm's wall time)", flush=True)
+    failed = [f"{problem.id}: {future.exception()}" for future, (problem, _, _)
+              in zip(timed, problems) if future.exception() is not None]
+    ahead.shutdown()
+    if baselined:  # a baseline that failed here is measured (and reported) by perform again
+        extra["baseline_setup_s"] = round(time.monotonic() - begun, 1)
+        extra["baseline_setup_failed"] = failed
+        print(f"[baselined] baselines of {len(timed)} problems timed, {AHEAD_PROBLEMS} at once, "
+              f"beside the PCH set-up: {extra['baseline_setup_s']} s (not in the arm's wall "
+              "time)", flush=True)
     if executor == "ray":
         from feedback.ray_executor import RayEvaluator
 
