@@ -46,8 +46,10 @@ from problems.spec import SpecError, select
 
 SHORT_OF_MEMORY = re.compile(
     r"out of memory|ALLOC_FAILED|NOT_ENOUGH_WORKSPACE|CUDNN_STATUS_INTERNAL_ERROR")
-"""A correctness failure that other jobs sharing the device may have caused (their memory): such
-a job runs once more with the device to itself before its verdict stands."""
+"""A failure that other jobs on the device may have caused with their memory (correctness jobs
+share it; a time job prepares beside them and waits for its timed part holding what it prepared):
+such a job runs once more with the device to itself from its start before its verdict stands
+(`_run_sure`)."""
 
 
 LOCKS_ENV = "KERNEL_REFINE_LOCKS"
@@ -87,6 +89,17 @@ def _run(kind: str, role: str, problem: Problem, backend: Backend, options: Eval
                   timeout_s=options.run_timeout_s * parts,
                   device_lock=device_lock(options, gpu), alone=alone,
                   max_output_bytes=RUN_FILE_BYTES if role == "candidate" else BUILD_FILE_BYTES)
+
+
+def _run_sure(kind: str, role: str, problem: Problem, backend: Backend, options: EvalOptions,
+              paths: BuildPaths | None) -> JobRun:
+    """`_run`, and once more alone when it ran short of memory (SHORT_OF_MEMORY): a kernel or a
+    baseline must not fail for the memory of the jobs beside it."""
+    run = _run(kind, role, problem, backend, options, paths)
+    if any(r.status == Status.runtime_error and SHORT_OF_MEMORY.search(r.message)
+           for r in (run.report, *run.report.parts)):
+        run = _run(kind, role, problem, backend, options, paths, alone=True)
+    return run
 
 
 def _fail(result: EvalResult, stage: str, report: WorkerReport, names: dict[str, str],
@@ -132,7 +145,7 @@ def _references(problem: Problem, kind: str, roles: Sequence[str], backend: Back
             return found
         both = kind == "time" and tuple(missing) == BASELINE_ROLES
         for job_role, measured in [("baselines", missing)] if both else [(r, [r]) for r in missing]:
-            run = _run(kind, job_role, problem, backend, options, None)
+            run = _run_sure(kind, job_role, problem, backend, options, None)
             parts = {part.role: part for part in run.report.parts} if run.trusted else {}
             for role in measured:
                 report = parts[role].model_copy(update={"environment": run.report.environment}) \
@@ -202,10 +215,7 @@ class LocalEvaluator:
         paths, failed = _built_here(problem, code, backend, options, prior)
         if failed is not None:
             return failed
-        run = _run("correct", "candidate", problem, backend, options, paths)
-        if run.report.status == Status.runtime_error and SHORT_OF_MEMORY.search(run.report.message):
-            # other correctness jobs shared the device: a kernel must not fail for their memory
-            run = _run("correct", "candidate", problem, backend, options, paths, alone=True)
+        run = _run_sure("correct", "candidate", problem, backend, options, paths)
         if run.report.status != Status.ok:
             return _fail(prior, "correct", run.report, path_names(paths), time.monotonic() - start)
         env = prior.environment
@@ -239,7 +249,7 @@ class LocalEvaluator:
         result, device, names = prior, known_device(prior.environment), path_names(paths)
         if options.time:
             start = time.monotonic()
-            run = _run("time", "candidate", problem, backend, options, paths)
+            run = _run_sure("time", "candidate", problem, backend, options, paths)
             if run.report.status != Status.ok:
                 return _fail(result, "timing", run.report, names, time.monotonic() - start)
             mine, eager, compiled = run.report, None, None
@@ -249,7 +259,7 @@ class LocalEvaluator:
             result = _timed(result, mine, eager, compiled, options, time.monotonic() - start)
         if options.profile:
             start = time.monotonic()
-            run = _run("profile", "candidate", problem, backend, options, paths)
+            run = _run_sure("profile", "candidate", problem, backend, options, paths)
             if run.report.status != Status.ok:
                 return _fail(result, "profile", run.report, names, time.monotonic() - start)
             ref = _reference(problem, "profile", "eager", backend, options, device)

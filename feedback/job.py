@@ -328,25 +328,30 @@ class _Standby:
         """Deliver the job and wait for the worker; its time limit counts from now."""
         return self._finish(job, spec, self._deliver(job))
 
-    def run_prepared_shared(self, job: WorkerJob, spec: _Spec, lock: Path) -> JobRun:
+    def run_prepared_shared(self, job: WorkerJob, spec: _Spec, lock: Path,
+                            alone: bool = False) -> JobRun:
         """A `prepares_shared` job: delivered without `lock`; from the worker's word that its
         set-up that needs no device is done (torch.compile's imports: 3-4 s) it holds the lock
         shared, from its word that it is prepared alone, to its end. The waits for the lock do not
-        count against the job's time limit (the worker does nothing meanwhile)."""
-        since = self._deliver(job)
-        if self._signal(spec.timeout_s, spec.memory_mb) != SHARED:
-            return self._finish(job, spec, since)  # it ended or ran out of time: its outcome says
-        asked = time.monotonic()
-        with locked(lock, shared=True):
-            since = self._go(since, asked)
-            prepared = self._signal(spec.timeout_s - (time.monotonic() - since),
-                                    spec.memory_mb) == PREPARED
-        if not prepared:
-            return self._finish(job, spec, since)
-        asked = time.monotonic()
-        with locked(lock):
-            since = self._go(since, asked)
-            return self._finish(job, spec, since)
+        count against the job's time limit (the worker does nothing meanwhile). `alone`: the lock
+        held alone from before delivery to the end, each word answered at once."""
+        def hold(shared: bool):
+            return contextlib.nullcontext() if alone else locked(lock, shared=shared)
+        with locked(lock) if alone else contextlib.nullcontext():
+            since = self._deliver(job)
+            if self._signal(spec.timeout_s, spec.memory_mb) != SHARED:
+                return self._finish(job, spec, since)  # it ended or ran out of time: its outcome says
+            asked = time.monotonic()
+            with hold(True):
+                since = self._go(since, asked)
+                prepared = self._signal(spec.timeout_s - (time.monotonic() - since),
+                                        spec.memory_mb) == PREPARED
+            if not prepared:
+                return self._finish(job, spec, since)
+            asked = time.monotonic()
+            with hold(False):
+                since = self._go(since, asked)
+                return self._finish(job, spec, since)
 
     def _go(self, since: float, asked: float) -> float:
         """Tell the worker to go on, now that the lock asked for at `asked` is held; `since` moved
@@ -459,8 +464,9 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     """Run one job in a fresh scratch directory (removed afterwards), with the child environment
     and mounts of feedback/README.md. `device_lock` serialises jobs on one device across threads
     and processes: a time or profile job holds it alone (a reference's time job only from its
-    timed part on: `prepares_shared`), correctness jobs hold it shared (unless `alone`: a
-    correctness job run again by itself). A GPU child sees only GPU
+    timed part on: `prepares_shared`), correctness jobs hold it shared; `alone` (a job run again
+    after it ran short of memory beside others): the device alone from the job's start, a time
+    job's set-up included. A GPU child sees only GPU
     `gpu_index`, as `cuda:0`. With
     `options.isolate_cores` every child runs off the devices' timing cores (builds also at a lower
     priority) and a time job is told its device's cores (feedback/cores.py)."""
@@ -502,7 +508,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
         if standby is not None:
             standby.wait_ready()
             if device_lock is not None and prepares_shared(kind, role, options.compile_mode):
-                return standby.run_prepared_shared(job, spec, device_lock)
+                return standby.run_prepared_shared(job, spec, device_lock, alone)
         with locked(device_lock, shared) if device_lock else contextlib.nullcontext():
             if standby is not None:
                 return standby.run(job, spec)

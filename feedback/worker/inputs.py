@@ -49,17 +49,34 @@ def make_inputs(module: types.ModuleType, device: torch.device, seed: int | None
     """Call the problem's `get_inputs()` under a secret seed and move its tensors to `device`.
 
     Drawing on the device is tried first; a `get_inputs` that cannot run there (numpy, explicit
-    CPU-only calls) is drawn on the CPU and moved.
+    CPU-only calls) is drawn on the CPU and moved. That choice is made once per problem module:
+    the CPU's generator and the GPU's draw different values from one seed, so a draw that moved
+    from one to the other between a trial and its pristine redraw would make the candidate's
+    untouched input look modified. Running short of device memory (other jobs share the device)
+    is not a reason to draw on the CPU: it propagates, as a failure the evaluator retries alone.
     """
     seed = secret_seed() if seed is None else seed
     seed_everything(seed)
-    if device.type != "cpu":
+    if device.type != "cpu" and not _ON_CPU.get(id(module), (None, False))[1]:
         try:
             with torch.device(device):
-                return to_device(list(module.get_inputs()), device)
+                values = to_device(list(module.get_inputs()), device)
+        except torch.OutOfMemoryError:
+            raise
         except Exception:
+            if id(module) in _ON_CPU:  # drawn on the device before: the same draw must not move
+                raise
+            _ON_CPU[id(module)] = (module, True)
             seed_everything(seed)
+        else:
+            _ON_CPU.setdefault(id(module), (module, False))
+            return values
     return to_device(list(module.get_inputs()), device)
+
+
+_ON_CPU: dict[int, tuple[types.ModuleType, bool]] = {}
+"""Per problem module (kept alive here, so its id stays its own): whether its inputs are drawn on
+the CPU and moved (`make_inputs`)."""
 
 
 def to_device(values: Any, device: torch.device) -> Any:

@@ -80,6 +80,26 @@ def test_a_correctness_run_out_of_memory_beside_others_runs_again_alone(relu, fa
     assert ok.status == Status.ok and jobs_run == [("correct", "candidate", False)]
 
 
+def test_a_timing_out_of_memory_runs_again_with_the_device_to_itself_from_its_start(
+        relu, fast_options, jobs_run):
+    """A time job prepares beside correctness jobs and waits for its timed part holding what it
+    prepared, so its memory may run short for theirs: it runs once more alone (its set-up under
+    the device's lock too) before the verdict stands. The candidate here runs short only after
+    its correctness job's calls, in every time job."""
+    oom = cpp_candidate("relu").replace(
+        "return ops.relu(x)",
+        "CALLS.append(1)\n        if len(CALLS) > 60:\n"
+        "            raise RuntimeError('CUDA out of memory. Tried to allocate 2 GiB')\n"
+        "        return ops.relu(x)") + "\n\nCALLS = []\n"
+    options = fast_options.model_copy(update={"compile_baseline": False, "run_timeout_s": 60})
+    (r,) = evaluate_many([(relu, oom, "cpp")], options, devices=["cpu"], compile_workers=1)
+    assert r.status == Status.runtime_error and r.stage == "timing", (r.stage, r.message)
+    assert "out of memory" in r.message, r.message
+    mine = [job for job in jobs_run if job[1] == "candidate"]
+    assert mine == [("correct", "candidate", False), ("time", "candidate", False),
+                    ("time", "candidate", True)], jobs_run
+
+
 def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu, fast_options,
                                                                           jobs_run):
     """The baselines are timed into the cache from the batch's start (while its candidates

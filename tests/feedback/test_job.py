@@ -195,10 +195,10 @@ send(report(message=json.dumps(marks)))
 """
 
 
-def time_job(relu, tmp_path, role: str, timeout_s: float = 20):
+def time_job(relu, tmp_path, role: str, timeout_s: float = 20, alone: bool = False):
     return launch("time", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"), role=role,
                   candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
-                  timeout_s=timeout_s, device_lock=tmp_path / "dev.lock")
+                  timeout_s=timeout_s, device_lock=tmp_path / "dev.lock", alone=alone)
 
 
 @pytest.mark.parametrize("role", ["compiled", "baselines"])
@@ -227,6 +227,20 @@ def test_a_candidates_time_job_prepares_shared_too(monkeypatch, relu, tmp_path, 
     run = time_job(relu, tmp_path, "candidate")
     assert run.trusted and set(json.loads(run.report.message)) == {"set_up", "prepared", "go"}
     assert [h["shared"] for h in holds] == [True, False]
+
+
+def test_a_time_job_run_again_alone_holds_the_device_alone_through_its_set_up(monkeypatch, relu,
+                                                                              tmp_path, holds):
+    """Run again after it ran short of memory beside other jobs (evaluate._run_sure): its set-up
+    shares the device with no one, and its words are answered at once (no hang on its pipes)."""
+    import json
+
+    stand_in(monkeypatch, HANDOFF)
+    run = time_job(relu, tmp_path, "candidate", alone=True)
+    marks = json.loads(run.report.message)
+    assert run.trusted and [h["shared"] for h in holds] == [False]
+    (alone,) = holds
+    assert alone["got"] <= marks["set_up"] <= marks["prepared"] <= marks["go"] <= alone["left"]
 
 
 def test_a_correctness_job_shares_the_device_throughout(monkeypatch, relu, tmp_path, holds):

@@ -294,3 +294,26 @@ def test_persisting_l2_lines_and_limit_are_reset_before_each_timed_sample():
     with pytest.raises(persist.PersistenceViolation, match="persisting L2"):
         clock.time(set_limit)  # set again during a timed call: refused after the window
     assert persist.reset() and persist.persisting_limit() == 0
+
+
+def test_a_prepared_job_gives_its_freed_device_memory_back_before_it_waits():
+    """handoff.exclusive: while a prepared time job waits for its timed part, the blocks its
+    set-up freed are the device's again, not held in this process's allocator cache (on the
+    H100 the jobs beside such waiting jobs ran out of memory)."""
+    import os
+
+    from feedback.job import PREPARED
+    from feedback.worker import handoff
+
+    block = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    del block
+    before = torch.cuda.memory_reserved()
+    signal_r, signal_w = os.pipe()
+    go_r, go_w = os.pipe()
+    os.write(go_w, b"1")  # the parent's go, already given
+    handoff._PIPES.append((signal_w, go_r))
+    handoff.exclusive()
+    assert os.read(signal_r, 16) == PREPARED
+    os.close(signal_r)
+    os.close(go_w)
+    assert before - torch.cuda.memory_reserved() >= 512 << 20, (before, torch.cuda.memory_reserved())
