@@ -72,6 +72,9 @@ class WorkerJob(BaseModel):
     nonce: str = Field(description="Random token the report must echo.")
     cores: list[int] | None = Field(default=None, description="`time` jobs: the CPU cores the "
                                     "worker moves onto before its timed loop (feedback/cores.py).")
+    alone: bool = Field(default=False, description="Run again, with the device to itself, after "
+                        "it ran short of memory beside other jobs: running short now is its own "
+                        "need (harness.call_reference).")
 
 
 class WorkerReport(BaseModel):
@@ -501,7 +504,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                         extensions_dir=str(extensions_dir), scratch_dir=str(scratch),
                         result_path=str(scratch / "result.json"),
                         nonce=digest(secrets.token_hex(16), kind, role)[:32],
-                        cores=list(place.device) if place and kind == "time" else None)
+                        cores=list(place.device) if place and kind == "time" else None,
+                        alone=alone)
         # timing and profiling have the device to themselves; correctness jobs may share it
         # with each other (their verdicts do not depend on time), never with a timing
         shared = kind == "correct" and not alone

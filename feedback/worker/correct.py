@@ -270,6 +270,8 @@ def run_trial(h: Harness, policy: str, stress: str | None, held: Any, label: str
         tally.contract.observe(pristine)
     try:
         ref, ref64 = call_reference(h, pristine, want64=policy == "fp64-relative")
+    except JobFailure:
+        raise
     except Exception as exc:
         if stress:
             return _skip(h, tally, stress, f"the reference raised {exc!r}")

@@ -100,6 +100,29 @@ def test_a_timing_out_of_memory_runs_again_with_the_device_to_itself_from_its_st
                     ("time", "candidate", True)], jobs_run
 
 
+def test_a_float64_reference_short_of_memory_beside_others_is_run_again_not_made_stricter(
+        relu, fast_options, jobs_run):
+    """Run 54 (H100): the float64 reference of an unseen size ran out of memory beside other
+    jobs, the job fell back to kernelbench's 1e-4 (stricter for a 4,128-long sum) and an honest
+    reduction was a mismatch. Now the job runs again alone; only there, where running short is
+    its own need, does it fall back (and say so)."""
+    from problems.loaders import problem_from_source
+
+    source = relu.source.replace(
+        "        return torch.relu(x)",
+        "        if x.dtype == torch.float64:\n"
+        "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 8.00 GiB')\n"
+        "        return torch.relu(x)")
+    problem = problem_from_source(source, origin="test", level=1, number=19, name="relu_oom64",
+                                  id="test/relu_oom64")
+    options = fast_options.model_copy(update={"time": False, "run_timeout_s": 60})
+    (r,) = evaluate_many([(problem, cpp_candidate("relu"), "cpp")], options, devices=["cpu"],
+                         compile_workers=1)
+    assert r.status == Status.ok, r.message
+    assert jobs_run == [("correct", "candidate", False), ("correct", "candidate", True)]
+    assert r.correctness.tolerance.policy == "kernelbench", r.correctness.tolerance
+
+
 def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu, fast_options,
                                                                           jobs_run):
     """The baselines are timed into the cache from the batch's start (while its candidates
