@@ -99,6 +99,10 @@ def _run_sure(kind: str, role: str, problem: Problem, backend: Backend, options:
     if any(r.status == Status.runtime_error and SHORT_OF_MEMORY.search(r.message)
            for r in (run.report, *run.report.parts)):
         run = _run(kind, role, problem, backend, options, paths, alone=True)
+        said = (f"the {kind} job ran short of device memory beside other jobs and was run again "
+                "with the device to itself")
+        run = run.model_copy(update={"report": run.report.model_copy(
+            update={"warnings": [*run.report.warnings, said]})})
     return run
 
 

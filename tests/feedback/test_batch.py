@@ -121,6 +121,7 @@ def test_a_float64_reference_short_of_memory_beside_others_is_run_again_not_made
     assert r.status == Status.ok, r.message
     assert jobs_run == [("correct", "candidate", False), ("correct", "candidate", True)]
     assert r.correctness.tolerance.policy == "kernelbench", r.correctness.tolerance
+    assert any("run again with the device to itself" in w for w in r.warnings), r.warnings
 
 
 def test_a_batch_times_each_problems_baselines_once_ahead_of_its_candidates(relu, fast_options,
