@@ -31,6 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from problems.module import parse_python
+
 SOURCE_MARKERS = ("#include", "__global__", "PYBIND11", "TORCH_LIBRARY", "torch::", "at::Tensor")
 
 
@@ -55,7 +57,7 @@ def extension_material(code: str) -> list[str] | None:
     looks like C++/CUDA source or a compiler flag. None when no build call is found (then the
     whole file is the key). Python-only edits (the ModelNew wrapper) leave it unchanged."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return None
     calls = [ast.get_source_segment(code, n) or "" for n in ast.walk(tree)

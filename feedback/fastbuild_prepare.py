@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from feedback import fastbuild_pch
+from problems.module import parse_python
 
 log = logging.getLogger("feedback.fastbuild")
 
@@ -53,7 +54,7 @@ def build_calls(code: str, backend: str) -> list[tuple[list[str], list[str], boo
     eligible: arguments given as literals, flags on the allow-list, no include folders of the
     candidate's (see fastbuild_pch.pch_flags), implicit headers on."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError:
         return []
     found = []

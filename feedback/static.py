@@ -12,6 +12,7 @@ import ast
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedback.options import Backend
+from problems.module import parse_python
 
 # Modules whose import is refused: concurrency (timing must see all work), process control,
 # foreign-function access, network, frame/heap walking, and the harness itself.
@@ -251,7 +252,7 @@ def _marker(screen: _Screen, backend: Backend) -> Finding | None:
 def screen(code: str, backend: Backend) -> list[Finding]:
     """All findings for a candidate; any `error` means static_reject."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except SyntaxError as exc:
         return [Finding(severity="error", line=exc.lineno, what="syntax error",
                         message=f"{exc.msg}" + (f": {exc.text.strip()}" if exc.text else ""))]

@@ -19,6 +19,7 @@ import itertools
 import linecache
 import re
 import sys
+import threading
 import traceback
 import types
 from typing import Any
@@ -55,7 +56,8 @@ def load_module(problem: Problem, size: str | None = None) -> types.ModuleType:
     filename = problem.origin
     tree = parse_source(problem.source, filename)
     tree = _override_assignments(tree, overrides, filename)
-    code = compile(tree, filename, "exec")
+    with AST_LOCK:
+        code = compile(tree, filename, "exec")
 
     name = f"_kr_problem_{_NON_IDENTIFIER.sub('_', problem.id)}_{next(_counter)}"
     module = types.ModuleType(name, doc=f"Problem {problem.id} ({size or DEFAULT_SIZE} size)")
@@ -85,10 +87,24 @@ def size_overrides(problem: Problem, size: str | None) -> dict[str, Any]:
     return dict(problem.sizes[size])
 
 
+AST_LOCK = threading.Lock()
+"""Held by every parse of Python source and every compile of a tree in the project: CPython
+3.11 keeps the recursion depth of its conversions between C and Python syntax trees in state that
+threads share, so two at once can raise `SystemError: AST constructor recursion depth mismatch`
+(CI, Python 3.11.7: threads loading the suite). Batches parse candidates in threads (the static
+screen, build preparation, cache keys)."""
+
+
+def parse_python(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
+    """`ast.parse` under AST_LOCK."""
+    with AST_LOCK:
+        return ast.parse(source, filename=filename, mode=mode)
+
+
 def parse_source(source: str, filename: str) -> ast.Module:
     """Parse source text, turning a syntax error into a one-line `ProblemLoadError`."""
     try:
-        return ast.parse(source, filename=filename)
+        return parse_python(source, filename)
     except SyntaxError as exc:
         raise ProblemLoadError(f"{filename}:{exc.lineno}: syntax error: {exc.msg}") from exc
     except ValueError as exc:  # e.g. null bytes in the source
@@ -121,7 +137,7 @@ def _override_assignments(tree: ast.Module, overrides: dict[str, Any], filename:
 
 def _literal_node(value: Any) -> ast.expr:
     """An expression node that evaluates to `value` (a literal from `SIZES`)."""
-    return ast.parse(repr(value), mode="eval").body
+    return parse_python(repr(value), mode="eval").body
 
 
 def _where(exc: BaseException, filename: str) -> str:

@@ -129,3 +129,32 @@ def test_tracebacks_show_source_lines_even_without_a_file():
     with pytest.raises(AttributeError) as info:
         module.Model()(torch.ones(1))
     assert "x.no_such_method()" in str(info.getrepr())
+
+
+def test_python_is_parsed_one_thread_at_a_time_everywhere():
+    """CPython 3.11 can raise `SystemError: AST constructor recursion depth mismatch` when two
+    threads parse at once (CI, Python 3.11.7, threads loading the suite); batches parse candidates
+    in threads. Every parse of the project goes through `parse_python`, which waits for
+    `AST_LOCK`."""
+    import re
+    import threading
+    from pathlib import Path
+
+    from problems.module import AST_LOCK, parse_python
+
+    root = Path(__file__).resolve().parents[2]
+    direct = [f"{path.relative_to(root)}:{n}"
+              for folder in ("agent", "feedback", "problems", "experiments", "prompts")
+              for path in sorted((root / folder).rglob("*.py"))
+              if path.name != "module.py" or path.parent.name != "problems"
+              for n, line in enumerate(path.read_text().splitlines(), 1)
+              if re.search(r"\bast\.parse\(", line)]
+    assert direct == []
+
+    parsed = threading.Event()
+    with AST_LOCK:
+        worker = threading.Thread(target=lambda: (parse_python("x = 1"), parsed.set()))
+        worker.start()
+        assert not parsed.wait(0.3)  # waits for the lock
+    assert parsed.wait(5)
+    worker.join()
