@@ -12,6 +12,7 @@ import random
 import secrets
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -57,26 +58,25 @@ def make_inputs(module: types.ModuleType, device: torch.device, seed: int | None
     """
     seed = secret_seed() if seed is None else seed
     seed_everything(seed)
-    if device.type != "cpu" and not _ON_CPU.get(id(module), (None, False))[1]:
+    if device.type != "cpu" and not _ON_CPU.get(module, False):
         try:
             with torch.device(device):
                 values = to_device(list(module.get_inputs()), device)
         except torch.OutOfMemoryError:
             raise
         except Exception:
-            if id(module) in _ON_CPU:  # drawn on the device before: the same draw must not move
+            if module in _ON_CPU:  # drawn on the device before: the same draw must not move
                 raise
-            _ON_CPU[id(module)] = (module, True)
+            _ON_CPU[module] = True
             seed_everything(seed)
         else:
-            _ON_CPU.setdefault(id(module), (module, False))
+            _ON_CPU.setdefault(module, False)
             return values
     return to_device(list(module.get_inputs()), device)
 
 
-_ON_CPU: dict[int, tuple[types.ModuleType, bool]] = {}
-"""Per problem module (kept alive here, so its id stays its own): whether its inputs are drawn on
-the CPU and moved (`make_inputs`)."""
+_ON_CPU: weakref.WeakKeyDictionary[types.ModuleType, bool] = weakref.WeakKeyDictionary()
+"""Per problem module: whether its inputs are drawn on the CPU and moved (`make_inputs`)."""
 
 
 def to_device(values: Any, device: torch.device) -> Any:
