@@ -169,58 +169,110 @@ def _compare_tensor(path: str, got: torch.Tensor, ref: torch.Tensor, ref64: torc
         verdict.notes.append("float64 reference unavailable; kernelbench tolerance used")
         return verdict
     tol = tolerance_for(policy, ref.dtype)
-    target = ref64.to(torch.float64) if policy == "fp64-relative" else ref.to(torch.float64)
-    value = got.to(torch.float64)
-    verdict = _compare_finite(path, value, target, ref, tol, figures)
+    target = ref64 if policy == "fp64-relative" else ref
+    verdict = _compare_finite(path, got, target, ref, tol, figures)
     if verdict is None and not figures:  # it did not pass as it stands: the whole comparison
-        verdict = _compare_finite(path, value, target, ref, tol)
-    return verdict if verdict is not None else _compare_general(path, value, target, ref, tol)
+        verdict = _compare_finite(path, got, target, ref, tol)
+    if verdict is not None:
+        return verdict
+    return _compare_general(path, got.to(torch.float64), target.to(torch.float64), ref, tol)
 
 
-def _compare_finite(path: str, value: torch.Tensor, target: torch.Tensor, ref: torch.Tensor,
+def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: torch.Tensor,
                     tol: Tolerance, figures: bool = True) -> Comparison | None:
-    """`_compare_general`'s verdict and figures, equal to the last bit, for outputs whose every
-    element is finite in both tensors (None otherwise): about half the passes over the data and
-    two device synchronisations instead of a dozen, no boolean indexing. On the H200 the general
-    path took ~0.1 s for a large elementwise output, 24 times per candidate timing (its probes and
-    spot checks) and 13 times per correctness job: most of their hold on the device. Without
-    `figures`, a pass without figures or None."""
-    v, t = value.reshape(-1), target.reshape(-1)
-    if t.numel() == 0:
+    """`_compare_general`'s verdict and figures for outputs whose every element is finite in both
+    tensors (None otherwise): about half the passes over the data and two device synchronisations
+    instead of a dozen, no boolean indexing. On the H200 the general path took ~0.1 s for a large
+    elementwise output, 24 times per candidate timing (its probes and spot checks) and 13 times
+    per correctness job: most of their hold on the device. Without `figures`, a pass without
+    figures or None.
+
+    Memory: `got` and `target` (ref64, or ref) stay in their own dtypes and are compared `CHUNK`
+    elements at a time in float64, so the comparison's own arrays stay below a few `CHUNK`s
+    however large the output. Whole float64 copies of a 5 GB float32 output (level1/26 at its
+    unseen size: 1.4 G elements, 10 GB each in float64) ran an 80 GB GPU out of memory. Up to
+    `CHUNK` elements every figure equals the general path's to the last bit; beyond, the means
+    are sums of the chunks' means (rounding apart) and the rest is equal."""
+    g, t, r = got.reshape(-1), target.reshape(-1), ref.reshape(-1)
+    n = t.numel()
+    if n == 0:
         return None
+    spans = [(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)]
+    fp64_relative = tol.policy == "fp64-relative"
+    parts = []
+    for lo, hi in spans:
+        parts.append(_chunk(g[lo:hi], t[lo:hi], r[lo:hi], fp64_relative))
+        if len(spans) > 1:  # made again for the figures: one chunk's arrays alive at a time
+            parts[-1][:2] = None, None
+    checked = torch.stack([torch.stack(p[2:]) for p in parts]).tolist()
+    if not all(finite for finite, _, _ in checked):  # |v - t| is finite exactly where both are
+        return None
+    scale = max(s for _, s, _ in checked)
+    ref_err = max(e for _, _, e in checked) if fp64_relative else scale
+    # fp64-relative allows one value everywhere: a scalar, not an output-sized array
+    allowed = (torch.full((), tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny,
+                          dtype=torch.float64, device=t.device) if fp64_relative else None)
+    outs = []
+    for (lo, hi), part in zip(spans, parts):
+        err, target_abs = part[:2] if part[0] is not None else _chunk(g[lo:hi], t[lo:hi], None,
+                                                                      False)[:2]
+        part[:2] = None, None
+        outs.append(_chunk_figures(g[lo:hi], t[lo:hi], err, target_abs, allowed, tol, scale,
+                                   ref.dtype, figures))
+        del err, target_abs  # a chunk's arrays go before the next chunk's are made
+    if not figures:
+        return None if bool(torch.stack(outs).any()) else Comparison(tolerance=tol)
+    rows = torch.stack(outs).tolist()
+    c = max(range(len(rows)), key=lambda i: (rows[i][4], -i))  # the first chunk with the worst
+    max_abs, _, max_rel, _, excess, expected, got_w, _, err_w, allowed_w, worst = rows[c]
+    if len(rows) == 1:
+        mean_abs, mean_rel, over = rows[0][1], rows[0][3], rows[0][7]
+    else:
+        sizes = [hi - lo for lo, hi in spans]
+        mean_abs = sum(row[1] * k for row, k in zip(rows, sizes)) / n
+        mean_rel = sum(row[3] * k for row, k in zip(rows, sizes)) / n
+        max_abs, max_rel = max(row[0] for row in rows), max(row[2] for row in rows)
+        over = sum(row[7] for row in rows)
+    return _verdict(path, tol, spans[c][0] + int(worst), ref.shape, n, int(over), max_abs,
+                    mean_abs, max_rel, mean_rel, excess, expected, got_w, err_w, allowed_w)
+
+
+CHUNK = 1 << 24
+"""Elements `_compare_finite` compares at a time: its float64 arrays take 128 MB each."""
+
+
+def _chunk(got: torch.Tensor, target: torch.Tensor, ref: torch.Tensor | None,
+           fp64_relative: bool) -> list[Any]:
+    """A chunk's [|got - target|, |target|, all finite, max |target|, the reference's own worst
+    error against the target (fp64-relative; else a copy of the scale)], in float64."""
+    v, t = got.to(torch.float64), target.to(torch.float64)
     err = (v - t).abs_()
     target_abs = t.abs()
-    scale_t = target_abs.max()
-    if tol.policy == "fp64-relative":
-        ref_err_t = (ref.to(torch.float64).reshape(-1) - t).abs_().nan_to_num_(0.0, 0.0, 0.0).max()
-    else:
-        ref_err_t = scale_t
-    finite, scale, ref_err = torch.stack([torch.isfinite(err).all().to(torch.float64), scale_t,
-                                          ref_err_t]).tolist()
-    if not finite:  # |v - t| is finite exactly where both are (or it overflowed: the general path)
-        return None
-    # fp64-relative allows one value everywhere: a scalar, not an output-sized array; `rel` is
-    # written over |t| once `allowed` is made. Output-sized float64 arrays alive at once: five
-    # (v, t, err, |t| then rel, ratio), not seven, so a large output's comparison fits beside
-    # other jobs on a smaller GPU.
-    if tol.policy == "fp64-relative":
-        allowed = torch.full((), tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny,
-                             dtype=torch.float64, device=err.device)
-    else:
+    scale = target_abs.max()
+    ref_err = ((ref.to(torch.float64) - t).abs_().nan_to_num_(0.0, 0.0, 0.0).max()
+               if fp64_relative and ref is not None else scale)
+    return [err, target_abs, torch.isfinite(err).all().to(torch.float64), scale, ref_err]
+
+
+def _chunk_figures(got: torch.Tensor, target: torch.Tensor, err: torch.Tensor,
+                   target_abs: torch.Tensor, allowed: torch.Tensor | None, tol: Tolerance,
+                   scale: float, dtype: torch.dtype, figures: bool) -> torch.Tensor:
+    """One chunk's figures in one tensor: whether an element is over (without `figures`), else
+    max |err|, mean |err|, max rel, mean rel, the worst ratio, target, got, elements over, |err|
+    and allowance at the worst, and its index in the chunk."""
+    if allowed is None:  # kernelbench's: atol + rtol * |target|, per element
         allowed = tol.atol + tol.rtol * target_abs
     ratio = err / allowed
-    target_abs.add_(torch.finfo(ref.dtype).eps * scale).add_(torch.finfo(ref.dtype).tiny)
-    rel = torch.div(err, target_abs, out=target_abs)
     if not figures:
-        return None if bool((ratio > 1).any()) else Comparison(tolerance=tol)
-    worst_t = ratio.argmax()
-    allowed_w = allowed if allowed.dim() == 0 else allowed[worst_t]
-    figures = torch.stack([err.max(), err.mean(), rel.max(), rel.mean(), ratio[worst_t], t[worst_t],
-                           v[worst_t], (ratio > 1).sum().to(torch.float64), err[worst_t],
-                           allowed_w, worst_t.to(torch.float64)]).tolist()
-    max_abs, mean_abs, max_rel, mean_rel, excess, expected, got, over, err_w, allowed_w, worst = figures
-    return _verdict(path, tol, int(worst), ref.shape, err.numel(), int(over), max_abs, mean_abs,
-                    max_rel, mean_rel, excess, expected, got, err_w, allowed_w)
+        return (ratio > 1).any()
+    target_abs.add_(torch.finfo(dtype).eps * scale).add_(torch.finfo(dtype).tiny)
+    rel = torch.div(err, target_abs, out=target_abs)  # written over |target|
+    worst = ratio.argmax()
+    allowed_w = allowed if allowed.dim() == 0 else allowed[worst]
+    return torch.stack([err.max(), err.mean(), rel.max(), rel.mean(), ratio[worst],
+                        target[worst].to(torch.float64), got[worst].to(torch.float64),
+                        (ratio > 1).sum().to(torch.float64), err[worst], allowed_w,
+                        worst.to(torch.float64)])
 
 
 def _verdict(path: str, tol: Tolerance, flat_worst: int, shape: torch.Size, numel: int, over: int,
