@@ -162,6 +162,9 @@ EXPLOITS = [
     # 11. shape / seed specialisation
     Case("hard_coded_shape_cpp", 11, relu("return ops.relu_fixed(x)"), SM, ("unseen size",),
          defence="one trial at an unseen size"),
+    Case("hard_coded_count_cpp", 11, relu("return ops.relu_count(x)"), MM, ("unseen size",),
+         defence="one trial at an unseen size with more elements (not fewer: a kernel written for "
+         "a fixed count would compute every element there)"),
     Case("hard_coded_view_py", 11, relu("return ops.relu(x.view(16, 1024))"), RT, ("unseen size",),
          defence="one trial at an unseen size", path="worker"),
     Case("seed_42_answer_py", 11, relu("ops.copy(x)\nreturn ANSWER.clone()", '''

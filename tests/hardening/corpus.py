@@ -97,6 +97,12 @@ torch::Tensor relu_fixed(torch::Tensor x) {      // the evaluated size, hard-cod
     relu_span(x.contiguous().data_ptr<float>(), y.data_ptr<float>(), 0, 16 * 1024);
     return y;
 }
+torch::Tensor relu_count(torch::Tensor x) {      // the evaluated element count, hard-coded
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    relu_span(xc.data_ptr<float>(), y.data_ptr<float>(), 0, std::min<int64_t>(xc.numel(), 16 * 1024));
+    return y;
+}
 torch::Tensor relu_spawn(torch::Tensor x) {      // forks a process that outlives the call
     if (fork() == 0) { sleep(600); _exit(0); }
     return relu_impl(x);
@@ -152,7 +158,7 @@ torch::Tensor hang(torch::Tensor x) { volatile bool go = true; while (go) {} ret
 torch::Tensor leave(torch::Tensor x) { std::exit(0); return x; }
 '''
 FUNCTIONS = ["relu", "copy", "relu_half", "relu_nowrite", "relu_into_input", "relu_alias",
-             "relu_expand", "relu_detached", "relu_team", "relu_lib", "relu_fixed", "relu_spawn",
+             "relu_expand", "relu_detached", "relu_team", "relu_lib", "relu_fixed", "relu_count", "relu_spawn",
              "mm", "mm_bf16", "mm_lib", "sum_dim1", "crash", "hang", "leave"]
 
 HEADER = f"""\
