@@ -179,3 +179,26 @@ def test_a_chunked_comparison_gives_the_general_paths_verdict(policy, case, monk
     assert (chunked["status"] == Status.ok) == (case == "honest")
     verdict = compare(got, ref, ref64, policy, figures=False)
     assert verdict.ok == (case == "honest") and verdict.message == general["message"]
+
+
+@pytest.mark.gpu
+@pytest.mark.timing  # it uses the GPU outside the evaluator's device lock
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_large_outputs_comparison_takes_a_few_chunks_of_device_memory_not_float64_copies():
+    """Run 55 (H100): level1/26's comparison at its unseen size asked for a sixth 10 GB float64
+    array. Now the comparison's own arrays stay within a few CHUNKs, however large the output."""
+    from feedback.worker import tolerance
+
+    n = 1 << 28  # 1 GiB in float32, 2 GiB in float64: whole copies were 5 x 2 GiB
+    ref64 = torch.randn(n, dtype=torch.float64, device="cuda")
+    ref = ref64.float()
+    got = ref.clone()
+    got[n - 5] += 1.0
+    for output, ok in ((ref, True), (got, False)):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        verdict = compare(output, ref, ref64, "fp64-relative")
+        extra = torch.cuda.max_memory_allocated() - base
+        assert verdict.ok == ok and (ok or verdict.worst_index == [n - 5])
+        assert extra <= 8 * tolerance.CHUNK * 8, f"{extra / 2**30:.2f} GiB beside the output"
