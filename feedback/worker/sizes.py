@@ -10,8 +10,9 @@ author declared them scalable). Each positive integer knob `v` at the evaluated 
 gcd(v, 16)` with a secret `r` in {1, 2}: a different shape, the same alignment to 16 (a kernel that
 needs multiples of 4 or 16 is honest at the evaluated size and stays honest here). Up or down: a
 knob that cannot go down (`v <= r * gcd(v, 16)`, such as a batch of 16) goes up one step, and each
-other knob goes up one step or down a whole number of them, whichever keeps the product of the
-knobs' ratios nearest 1, so the unseen size stays about as large as the evaluated one. Moving every
+other knob goes up one step or down a whole number of them, whichever brings the product of the
+knobs' ratios nearest `TARGET` (1.25) while staying above 1, so the unseen size has a few more
+elements than the evaluated one, not many more. Moving every
 knob up made a batch of 16 and 64 channels 3 and 1.5 times larger: level1/26's trial, 5 times the
 evaluated memory, ran out of an 80 GB GPU with the float64 reference beside it. When the reference
 cannot run there (knobs with constraints between them: channels and groups, a width and heads), the

@@ -200,17 +200,23 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
         return None
     spans = [(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)]
     fp64_relative = tol.policy == "fp64-relative"
-    parts = []
+    kept, checked = None, []
     for lo, hi in spans:
-        parts.append(_chunk(g[lo:hi], t[lo:hi], r[lo:hi], fp64_relative))
-        if len(spans) > 1:  # made again for the figures: one chunk's arrays alive at a time
-            parts[-1][:2] = None, None
-    checked = torch.stack([torch.stack(p[2:]) for p in parts]).tolist()
+        err, target_abs = _chunk(g[lo:hi], t[lo:hi])
+        ref_err = (err.new_zeros(()) if not fp64_relative else
+                   (r[lo:hi].to(torch.float64) - t[lo:hi].to(torch.float64)).abs_()
+                   .nan_to_num_(0.0, 0.0, 0.0).max())
+        checked.append(torch.stack([torch.isfinite(err).all().to(torch.float64),
+                                    target_abs.max(), ref_err, err.max()]))
+        if len(spans) == 1:  # else made again for the figures: one chunk's arrays at a time
+            kept = err, target_abs
+        del err, target_abs
+    checked = torch.stack(checked).tolist()
     if not all(row[0] for row in checked):  # |v - t| is finite exactly where both are
         return None
     scale = max(row[1] for row in checked)
-    ref_err = max(row[2] for row in checked) if fp64_relative else scale
     if fp64_relative:  # one allowance everywhere: a scalar, not an output-sized array
+        ref_err = max(row[2] for row in checked)
         value = tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny
         if not figures:  # rounding is monotonic: max(err / a) > 1 exactly when max(err) / a > 1
             over = max(row[3] for row in checked) / value > 1
@@ -219,10 +225,9 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
     else:
         allowed = None
     outs = []
-    for (lo, hi), part in zip(spans, parts):
-        err, target_abs = part[:2] if part[0] is not None else _chunk(g[lo:hi], t[lo:hi], None,
-                                                                      False)[:2]
-        part[:2] = None, None
+    for lo, hi in spans:
+        err, target_abs = kept if kept is not None else _chunk(g[lo:hi], t[lo:hi])
+        kept = None
         outs.append(_chunk_figures(g[lo:hi], t[lo:hi], err, target_abs, allowed, tol, scale,
                                    ref.dtype, figures))
         del err, target_abs  # a chunk's arrays go before the next chunk's are made
@@ -247,18 +252,10 @@ CHUNK = 1 << 24
 """Elements `_compare_finite` compares at a time: its float64 arrays take 128 MB each."""
 
 
-def _chunk(got: torch.Tensor, target: torch.Tensor, ref: torch.Tensor | None,
-           fp64_relative: bool) -> list[Any]:
-    """A chunk's [|got - target|, |target|, all finite, max |target|, the reference's own worst
-    error against the target (fp64-relative; else a copy of the scale), max |got - target|], in
-    float64."""
+def _chunk(got: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A chunk's |got - target| and |target|, in float64."""
     v, t = got.to(torch.float64), target.to(torch.float64)
-    err = (v - t).abs_()
-    target_abs = t.abs()
-    scale = target_abs.max()
-    ref_err = ((ref.to(torch.float64) - t).abs_().nan_to_num_(0.0, 0.0, 0.0).max()
-               if fp64_relative and ref is not None else scale)
-    return [err, target_abs, torch.isfinite(err).all().to(torch.float64), scale, ref_err, err.max()]
+    return (v - t).abs_(), t.abs()
 
 
 def _chunk_figures(got: torch.Tensor, target: torch.Tensor, err: torch.Tensor,
