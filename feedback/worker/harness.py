@@ -90,21 +90,28 @@ def load_candidate(h: Harness) -> None:
 
 
 def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None, load: bool) -> Harness:
-    device = devices.job_device(job.backend, job.options.device)
-    if device.type == "cpu":
-        devices.keep_freed_memory()
+    with phases.timed("prepare/context"):
+        device = devices.job_device(job.backend, job.options.device)
+        if device.type == "cpu":
+            devices.keep_freed_memory()
+        else:
+            torch.empty(1, device=device)  # the CUDA context, timed apart from what follows
     devices.set_precision()
     devices.start_thread_pools(cpu_threads)
-    problem = loading.load_problem(job.problem, job.options.size)
+    with phases.timed("prepare/problem"):
+        problem = loading.load_problem(job.problem, job.options.size)
     try:
-        reference, init_inputs, seed = loading.build_reference(problem, device)
-        sample_seed = inputs.secret_seed()
-        sample = inputs.make_inputs(problem, device, sample_seed)
-        reproducible = _same_inputs(sample, inputs.make_inputs(problem, device, sample_seed))
-        reference_ops = dispatched_ops(reference, sample)
-        with torch.no_grad():
+        with phases.timed("prepare/reference"):
+            reference, init_inputs, seed = loading.build_reference(problem, device)
+        with phases.timed("prepare/inputs"):
+            sample_seed = inputs.secret_seed()
+            sample = inputs.make_inputs(problem, device, sample_seed)
+            reproducible = _same_inputs(sample, inputs.make_inputs(problem, device, sample_seed))
+        with phases.timed("prepare/ops"):
+            reference_ops = dispatched_ops(reference, sample)
+        with phases.timed("prepare/forward"), torch.no_grad():
             out = reference(*sample)
-        devices.synchronize(device)
+            devices.synchronize(device)
     except JobFailure:
         raise
     except Exception as exc:
@@ -114,16 +121,19 @@ def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None, load: boo
                       io_bytes=inputs.nbytes(sample) + inputs.nbytes(out), reproducible=reproducible,
                       reference_ops=reference_ops, reference_hooks=tamper.instance_hooks(reference))
     if with64:
-        harness.reference64 = _float64_twin(harness)
+        with phases.timed("prepare/twin"):
+            harness.reference64 = _float64_twin(harness)
     if job.candidate_path:
-        _torch_compile_ready(job.candidate_path)  # here: a time job's set-up, with the device shared
-        harness.dispatch = tamper.DispatchTable(_trusted_ops(harness, sample))
+        with phases.timed("prepare/trusted"):
+            _torch_compile_ready(job.candidate_path)  # here: a time job's set-up, device shared
+            harness.dispatch = tamper.DispatchTable(_trusted_ops(harness, sample))
     if job.backend == "triton":
         with contextlib.suppress(ImportError):
             import triton  # noqa: F401 - imported before the snapshot, like torch
     KEEP_ALIVE.append(harness)
     if job.candidate_path and load:
-        _load_candidate(harness)
+        with phases.timed("prepare/candidate"):
+            _load_candidate(harness)
     return harness
 
 

@@ -81,7 +81,7 @@ def run_job(job: WorkerJob, in_process: bool = True, arrived: float | None = Non
     parts = dict(phases.SECONDS)
     report.phases = {"start": round(start - arrived, 3) if arrived is not None else 0.0,
                      **{k: round(v, 3) for k, v in parts.items()},
-                     "other": round(report.seconds - sum(parts.values()), 3)}
+                     "other": round(report.seconds - phases.top_level(parts), 3)}
     return report
 
 

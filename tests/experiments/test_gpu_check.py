@@ -118,8 +118,12 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     stats = testlog.jobs(joblog)["correct/candidate"]
     assert stats["jobs"] == 1 and stats["held_s"] == round(row["held_s"], 1)
     # the worker's own account (no candidate: the job fails in its first trial)
-    assert set(row["phases"]) == {"start", "configure", "prepare", "trials", "environment", "other"}
+    top = {k for k in row["phases"] if "/" not in k}
+    assert top == {"start", "configure", "prepare", "trials", "environment", "other"}
     assert 0 < row["phases"]["prepare"] < row["seconds"] and row["phases"]["other"] >= 0
+    parts = {k: v for k, v in row["phases"].items() if k.startswith("prepare/")}  # inside prepare
+    assert {"prepare/context", "prepare/reference", "prepare/inputs"} <= set(parts)
+    assert sum(parts.values()) <= row["phases"]["prepare"] + 0.01
 
 
 def test_workers_left_running_by_a_killed_section_are_killed():

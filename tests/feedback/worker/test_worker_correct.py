@@ -34,6 +34,10 @@ def test_honest_candidate_passes_every_trial_and_records_the_policy(kit):
     assert all(report.phases[k] >= 0 for k in parts), report.phases
     assert report.phases["trials"] > 0 and report.phases["stress"] > 0
     assert sum(report.phases[k] for k in parts) <= report.seconds
+    inside = {k: v for k, v in report.phases.items() if k.startswith("prepare/")}  # prepare's parts
+    assert {"prepare/reference", "prepare/twin", "prepare/trusted", "prepare/candidate"} <= set(inside)
+    assert sum(inside.values()) <= report.phases["prepare"] + 0.01
+    assert report.phases["other"] >= 0  # the parts are not counted twice
 
 
 def test_wrong_values_are_a_mismatch_with_the_worst_element(kit):
