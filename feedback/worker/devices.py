@@ -35,6 +35,18 @@ def job_device(backend: Backend, device: str) -> torch.device:
     return dev
 
 
+def make_context() -> None:
+    """Make the visible GPU's CUDA context now, before the job arrives (a standby worker about to
+    serve a job, feedback/job.py): made inside the job, it was `prepare/context`, 0.72 s of each
+    correctness job's shared hold of the device and 1.25 s of each candidate time job's (H100,
+    `make gpu-check` of 3160417), on a host busy with builds. Nothing runs on the device, as in
+    precompile.py, which makes a baseline job's context before it asks for the device too. A
+    failure is left to the job, whose first use of the device reports it."""
+    with contextlib.suppress(Exception):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+
 def set_precision() -> None:
     """Full fp32 math for everyone: no TF32 in matmuls or cuDNN convolutions."""
     with contextlib.suppress(Exception):

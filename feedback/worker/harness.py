@@ -95,7 +95,7 @@ def _prepare(job: WorkerJob, *, with64: bool, cpu_threads: int | None, load: boo
         if device.type == "cpu":
             devices.keep_freed_memory()
         else:
-            torch.empty(1, device=device)  # the CUDA context, timed apart from what follows
+            devices.make_context()  # timed apart from what follows; a standby worker made it ahead
     devices.set_precision()
     devices.start_thread_pools(cpu_threads)
     with phases.timed("prepare/problem"):

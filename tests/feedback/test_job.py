@@ -157,6 +157,35 @@ def test_a_gpu_job_starts_its_worker_before_it_waits_for_the_device(monkeypatch,
     assert not job_module._POOL.waiting
 
 
+def test_a_gpu_jobs_own_worker_makes_its_cuda_context_before_it_is_ready_a_kept_one_not(
+        monkeypatch, relu, tmp_path):
+    """The worker started for the job at hand is told `--context` (its CUDA context is made
+    before the job holds the device); the one kept waiting for a job that may never come is not,
+    so it holds no device memory; a cpp job's never."""
+    stand_in(monkeypatch, "send(report(message=repr(sys.argv[3:])))\n")
+    common = {"candidate": None, "extensions_dir": tmp_path / "ext", "arch": None,
+              "timeout_s": 20, "device_lock": tmp_path / "dev.lock"}
+    options = EvalOptions(cache_dir=tmp_path / "cache")
+    with job_module.standby_workers(cpu=True):
+        first = launch("correct", relu, "cuda", options, gpu_index=0, **common)
+        kept = launch("correct", relu, "cuda", options, gpu_index=0, **common)  # the pool's
+        cpu = [launch("correct", relu, "cpp", options, gpu_index=None, **common) for _ in "ab"]
+    assert first.trusted and eval(first.report.message)[3:] == ["--context"]
+    assert kept.trusted and eval(kept.report.message)[3:] == []
+    assert job_module.standby_served() >= 2  # the second GPU job and the second cpp job
+    assert [eval(c.report.message)[3:] for c in cpu] == [[], []]
+
+
+def test_the_worker_takes_the_context_flag_and_a_failing_context_is_left_to_the_job(relu, tmp_path):
+    """The real worker, told `--context` on a host without a usable GPU: making the context
+    fails quietly, and the job's own first use of the device says what is wrong."""
+    run = launch("correct", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"),
+                 candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
+                 timeout_s=120, device_lock=tmp_path / "dev.lock")
+    assert run.trusted and run.report.status == Status.runtime_error, run.report.message
+    assert "needs a CUDA device" in run.report.message
+
+
 def test_a_gpu_job_asks_for_the_device_only_once_its_worker_is_ready(monkeypatch, relu, tmp_path):
     """The worker's imports happen before the device lock is held, never while holding it."""
     import contextlib
