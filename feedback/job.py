@@ -138,14 +138,11 @@ def worker_entry() -> list[str]:
     return [sys.executable, "-m", "feedback.worker"]
 
 
-def _worker_argv(channel_fd: int, pipes: tuple[int, int] | None = None,
-                 context: bool = False) -> list[str]:
+def _worker_argv(channel_fd: int, pipes: tuple[int, int] | None = None) -> list[str]:
     """A worker reporting on `channel_fd`; with `pipes` (its signal and go descriptors), a
-    standby one (feedback/worker/handoff.py), which with `context` makes its CUDA context before
-    it says it is ready."""
+    standby one (feedback/worker/handoff.py)."""
     standby = ["--standby", *map(str, pipes)] if pipes is not None else []
-    return [*worker_entry(), "--channel", str(channel_fd), *standby,
-            *(["--context"] if pipes is not None and context else [])]
+    return [*worker_entry(), "--channel", str(channel_fd), *standby]
 
 
 AHEAD_ENV = "KERNEL_REFINE_AHEAD"
@@ -184,10 +181,11 @@ def inductor_env(kind: str, role: str, cache_dir: Path | str) -> dict[str, str]:
     return {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
 
-READY, SHARED, PREPARED = b"R", b"S", b"P"
-"""What a standby worker writes on its signal pipe: its imports are done; (a `prepares_shared`
-job) its set-up that needs no device is done and it waits for the device shared; it is prepared
-and waits for the device to itself."""
+READY, CONTEXT, SHARED, PREPARED = b"R", b"C", b"S", b"P"
+"""What a standby worker writes on its signal pipe: its imports are done; its CUDA context is
+made (asked with CONTEXT on its go pipe before its job arrives); (a `prepares_shared` job) its
+set-up that needs no device is done and it waits for the device shared; it is prepared and waits
+for the device to itself."""
 
 
 def prepares_shared(kind: str, role: str, compile_mode: str = "default") -> bool:
@@ -288,21 +286,18 @@ READY_S = 60.0
 class _Standby:
     """A worker started before its job: it imports torch and the worker's modules, says so on its
     signal pipe, then blocks reading its job from stdin. Used once, for one job, like any worker.
-    The go pipe serves `prepares_shared` jobs (feedback/worker/handoff.py). `context`: one
-    started for the job at hand (not kept waiting for a job that may never come) on a GPU also
-    makes its CUDA context before it says it is ready, so that no job holds the device while its
-    context is made (0.7-1.3 s each on a busy H100 host); a kept one holds no device memory."""
+    The go pipe serves `prepares_shared` jobs (feedback/worker/handoff.py), and before the job
+    `make_context`."""
 
-    def __init__(self, spec: _Spec, context: bool = False) -> None:
+    def __init__(self, spec: _Spec) -> None:
         self.scratch = Path(tempfile.mkdtemp(prefix="kr-standby-"))
         self.report_file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by discard()
         self.fd = os.open(f"/proc/self/fd/{self.report_file.fileno()}", os.O_RDONLY)
         self.signal_fd, signal_w = os.pipe()
         go_r, self.go_fd = os.pipe()
-        self.ready = False
+        self.ready = self.context = False
         self.child: Started | ChildOutcome = start_child(
-            _worker_argv(self.fd, (signal_w, go_r), context and spec.gpu_index is not None),
-            env=spec.env(self.scratch),
+            _worker_argv(self.fd, (signal_w, go_r)), env=spec.env(self.scratch),
             stdin=subprocess.PIPE, pass_fds=(self.fd, signal_w, go_r), **_sandbox(
                 self.scratch, timeout_s=spec.timeout_s, gpu=spec.gpu_index is not None,
                 memory_mb=spec.memory_mb, max_output_bytes=spec.max_output_bytes,
@@ -313,18 +308,22 @@ class _Standby:
     def usable(self) -> bool:
         return isinstance(self.child, Started) and self.child.alive()
 
-    def _signal(self, limit_s: float, memory_mb: int | None = None) -> bytes:
-        """The worker's next byte on its signal pipe; b"" when it ended, went over `memory_mb`
-        or after `limit_s`."""
+    def _signal(self, limit_s: float, memory_mb: int | None = None, late: bytes = b"") -> bytes:
+        """The worker's next byte on its signal pipe, passing over those in `late` (a READY or
+        CONTEXT that came after its wait ended); b"" when it ended, went over `memory_mb` or after
+        `limit_s`."""
         end = time.monotonic() + limit_s
         while self.usable() and not over_memory(self.child, memory_mb):
             left = end - time.monotonic()
             if left <= 0:
                 return b""
             if select.select([self.signal_fd], [], [], min(left, POLL_S))[0]:
-                with contextlib.suppress(OSError):
-                    return os.read(self.signal_fd, 1)
-                return b""
+                try:
+                    word = os.read(self.signal_fd, 1)
+                except OSError:
+                    return b""
+                if not (word and word in late):
+                    return word
         return b""
 
     def wait_ready(self, limit_s: float = READY_S) -> None:
@@ -333,6 +332,18 @@ class _Standby:
         host; on the H200, 86 correctness jobs held the device 6 s each for 1.7 s of work)."""
         if not self.ready:
             self.ready = self._signal(limit_s) == READY
+
+    def make_context(self, limit_s: float = READY_S) -> None:
+        """Have a ready GPU worker make its CUDA context now, before its job asks for the device,
+        and wait until it has (or it ended, or `limit_s`): made inside the job it held the device
+        0.72 s of each correctness job and 1.25 s of each candidate time job (H100, a host busy
+        with builds, `make gpu-check` of 3160417). Only a worker that serves a job makes one, so
+        workers kept waiting hold no device memory. Nothing runs on the device meanwhile, as in a
+        baseline's torch.compile build (worker/precompile.py), also made before its hold."""
+        if self.ready and not self.context:
+            with contextlib.suppress(OSError):
+                os.write(self.go_fd, CONTEXT)
+            self.context = self._signal(limit_s) == CONTEXT
 
     def run(self, job: WorkerJob, spec: _Spec) -> JobRun:
         """Deliver the job and wait for the worker; its time limit counts from now."""
@@ -349,7 +360,7 @@ class _Standby:
             return contextlib.nullcontext() if alone else locked(lock, shared=shared)
         with locked(lock) if alone else contextlib.nullcontext():
             since = self._deliver(job)
-            if self._signal(spec.timeout_s, spec.memory_mb) != SHARED:
+            if self._signal(spec.timeout_s, spec.memory_mb, READY + CONTEXT) != SHARED:
                 return self._finish(job, spec, since)  # it ended or ran out of time: its outcome says
             asked = time.monotonic()
             with hold(True):
@@ -499,7 +510,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     if standby is None and gpu and kind != "build" and device_lock is not None:
         # started, and its imports done, before the device is asked for: its process start and
         # imports (~4 s on a busy 16-core host, H200 2026-12-01) never hold the device
-        standby = _Standby(spec, context=True)
+        standby = _Standby(spec)
         if not standby.usable():
             standby.discard()
             standby = None
@@ -518,6 +529,8 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
         shared = kind == "correct" and not alone
         if standby is not None:
             standby.wait_ready()
+            if gpu:
+                standby.make_context()
             if device_lock is not None and prepares_shared(kind, role, options.compile_mode):
                 return standby.run_prepared_shared(job, spec, device_lock, alone)
         with locked(device_lock, shared) if device_lock else contextlib.nullcontext():

@@ -1,9 +1,9 @@
-"""`python -m feedback.worker --channel FD [--standby SIGNAL_FD GO_FD [--context]]` (the evaluator's way) or `python -m feedback.worker JOB.json`.
+"""`python -m feedback.worker --channel FD [--standby SIGNAL_FD GO_FD]` (the evaluator's way) or `python -m feedback.worker JOB.json`.
 
 With `--channel FD` the job arrives on stdin and the report leaves through descriptor FD as frames
 (feedback/worker/channel.py): a hello echoing the nonce, written before anything of the candidate
 runs, after which the nonce is erased; then the report. `--standby SIGNAL_FD GO_FD`: import torch
-and the worker first (`--context`: and make the CUDA context), say so on SIGNAL_FD, then wait for the job (the parent starts such a worker
+and the worker first, say so on SIGNAL_FD (and make the CUDA context when asked on GO_FD), then wait for the job (the parent starts such a worker
 ahead of its job and asks for the device once it is ready: feedback/job.py, `standby_workers`);
 a reference's time job uses both pipes once more (feedback/worker/handoff.py), any other job
 closes them first. With a JOB.json path (tests, debugging)
@@ -25,8 +25,7 @@ import time
 
 def main(argv: list[str]) -> None:
     channel_fd = None
-    standby = len(argv) in (6, 7) and argv[3] == "--standby"
-    context = standby and argv[6:] == ["--context"]
+    standby = len(argv) == 6 and argv[3] == "--standby"
     try:
         if (len(argv) == 3 or standby) and argv[1] == "--channel":
             from feedback.worker import channel
@@ -34,7 +33,8 @@ def main(argv: list[str]) -> None:
             channel.seal()
             channel_fd = channel.hide(int(argv[2]))
             if standby:
-                _import_ahead(int(argv[4]), context)
+                _import_ahead(int(argv[4]))
+                _context_if_asked(int(argv[4]), int(argv[5]))
             data = channel.read_job(0)
             arrived = time.perf_counter()
             raw = json.loads(data)
@@ -87,24 +87,37 @@ def main(argv: list[str]) -> None:
     os._exit(0)
 
 
-def _import_ahead(signal_fd: int, context: bool = False) -> None:
+def _import_ahead(signal_fd: int) -> None:
     """A standby worker (`--standby`) imports torch and the worker's modules before its job
-    arrives (`context`: and makes its CUDA context, devices.make_context), then says so on
-    `signal_fd`; its environment already names the caches (the parent set them when starting it)."""
+    arrives, then says so on `signal_fd`; its environment already names the caches (the parent
+    set them when starting it)."""
     import torch  # noqa: F401
 
     from feedback.job import READY
     from feedback.worker.run import import_ahead
 
     import_ahead()
-    if context:
-        from feedback.worker.devices import make_context
-
-        make_context()
 
     try:
         os.write(signal_fd, READY)
     except OSError:  # a parent that stopped listening: the job still arrives on stdin
+        pass
+
+
+def _context_if_asked(signal_fd: int, go_fd: int) -> None:
+    """Before its job: when the parent asks (CONTEXT on `go_fd`; it asks for a GPU job, then
+    waits), make the CUDA context and say so on `signal_fd`. A job that arrives on stdin first
+    was never going to ask."""
+    import select
+
+    from feedback.job import CONTEXT
+    from feedback.worker.devices import make_context
+
+    try:
+        if go_fd in select.select([0, go_fd], [], [])[0] and os.read(go_fd, 1) == CONTEXT:
+            make_context()
+            os.write(signal_fd, CONTEXT)
+    except OSError:  # a parent that is gone: the job (or its absence) says the rest
         pass
 
 

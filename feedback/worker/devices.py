@@ -36,12 +36,9 @@ def job_device(backend: Backend, device: str) -> torch.device:
 
 
 def make_context() -> None:
-    """Make the visible GPU's CUDA context now, before the job arrives (a standby worker about to
-    serve a job, feedback/job.py): made inside the job, it was `prepare/context`, 0.72 s of each
-    correctness job's shared hold of the device and 1.25 s of each candidate time job's (H100,
-    `make gpu-check` of 3160417), on a host busy with builds. Nothing runs on the device, as in
-    precompile.py, which makes a baseline job's context before it asks for the device too. A
-    failure is left to the job, whose first use of the device reports it."""
+    """Make the visible GPU's CUDA context now (a standby worker before its job, when its parent
+    asks: feedback/job.py, `_Standby.make_context`). A failure is left to the job, whose first use
+    of the device reports it."""
     with contextlib.suppress(Exception):
         if torch.cuda.is_available():
             torch.cuda.synchronize()

@@ -230,13 +230,8 @@ def _measured(job: WorkerJob, role: str, h: Harness, sampler: Sampler | JobFailu
 
 
 def _before_device(job: WorkerJob) -> None:
-    """What a time job does before it holds the device at all (handoff.py): its CUDA context (a
-    worker kept waiting for a job makes none ahead, and the pool's kept worker serves most
-    candidates' time jobs: `prepare/context` 0.31 s median of their shared holds, H100), then
-    torch.compile's imports and inductor's build for a job that times the compiled reference."""
-    if job.backend != "cpp":
-        with phases.timed("context"):
-            devices.make_context()
+    """What a time job does before it holds the device at all (handoff.py): torch.compile's
+    imports and inductor's build for a job that times the compiled reference."""
     if job.role not in COMPILED_ROLES:
         return
     with phases.timed("imports"):  # a standby worker imported them ahead (run.py)

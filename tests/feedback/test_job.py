@@ -19,13 +19,17 @@ from feedback.result import Status
 # `job["result_path"]`) or, with `--channel FD`, from stdin with a hello frame then the report on FD.
 PRELUDE = """
 import json, os, sys, time
-READY_AT = SIGNAL = GO = None
+READY_AT = CONTEXT_AT = SIGNAL = GO = None
 if "--standby" in sys.argv:  # a standby worker: its "imports" take IMPORT_S, then it says so
     SIGNAL, GO = (int(a) for a in sys.argv[sys.argv.index("--standby") + 1:][:2])
     from feedback.worker import handoff  # imported ahead, as the worker's own imports are
     time.sleep(IMPORT_S)
     READY_AT = time.time()
     os.write(SIGNAL, b"R")
+    import select  # a GPU job's parent asks for the CUDA context before it delivers the job
+    if GO in select.select([0, GO], [], [])[0] and os.read(GO, 1) == b"C":
+        CONTEXT_AT = time.time()
+        os.write(SIGNAL, b"C")
 if "--channel" in sys.argv:
     fd = int(sys.argv[sys.argv.index("--channel") + 1])
     job = json.loads(sys.stdin.read())
@@ -48,6 +52,23 @@ def stand_in(monkeypatch, body: str, import_s: float = 0.0) -> None:
     and READY_AT, when a standby worker said it was ready)."""
     script = f"IMPORT_S = {import_s}\n" + PRELUDE + body
     monkeypatch.setattr(job_module, "worker_entry", lambda: [sys.executable, "-c", script])
+
+
+def lock_asks(monkeypatch) -> list[float]:
+    """When each device lock is asked for (`time.time()`), in order, from now on."""
+    import contextlib
+    import time
+
+    asked, real = [], job_module.locked
+
+    @contextlib.contextmanager
+    def traced(path, shared=False):
+        asked.append(time.time())
+        with real(path, shared):
+            yield
+
+    monkeypatch.setattr(job_module, "locked", traced)
+    return asked
 
 
 def run(relu, tmp_path, timeout_s: float = 20):
@@ -157,50 +178,53 @@ def test_a_gpu_job_starts_its_worker_before_it_waits_for_the_device(monkeypatch,
     assert not job_module._POOL.waiting
 
 
-def test_a_gpu_jobs_own_worker_makes_its_cuda_context_before_it_is_ready_a_kept_one_not(
+def test_a_gpu_jobs_worker_makes_its_cuda_context_before_the_job_asks_for_the_device(
         monkeypatch, relu, tmp_path):
-    """The worker started for the job at hand is told `--context` (its CUDA context is made
-    before the job holds the device); the one kept waiting for a job that may never come is not,
-    so it holds no device memory; a cpp job's never."""
-    stand_in(monkeypatch, "send(report(message=repr(sys.argv[3:])))\n")
+    """Whether started for the job or kept waiting for it, a GPU job's worker is asked for its
+    CUDA context once ready, and the device is asked for after it answers; a worker kept waiting
+    is not asked before it serves a job (it holds no device memory); a cpp job's never."""
+    stand_in(monkeypatch, "send(report(message=repr(CONTEXT_AT)))\n")
+    asked = lock_asks(monkeypatch)
     common = {"candidate": None, "extensions_dir": tmp_path / "ext", "arch": None,
               "timeout_s": 20, "device_lock": tmp_path / "dev.lock"}
     options = EvalOptions(cache_dir=tmp_path / "cache")
     with job_module.standby_workers(cpu=True):
         first = launch("correct", relu, "cuda", options, gpu_index=0, **common)
-        kept = launch("correct", relu, "cuda", options, gpu_index=0, **common)  # the pool's
+        kept = next(iter(job_module._POOL.waiting.values()))
+        assert kept.ready is False and kept.context is False  # not asked while it waits
+        second = launch("correct", relu, "cuda", options, gpu_index=0, **common)  # the kept one
         cpu = [launch("correct", relu, "cpp", options, gpu_index=None, **common) for _ in "ab"]
-    assert first.trusted and eval(first.report.message)[3:] == ["--context"]
-    assert kept.trusted and eval(kept.report.message)[3:] == []
+    for run, lock_asked in ((first, asked[0]), (second, asked[1])):
+        assert run.trusted and run.report.message != "None"
+        assert lock_asked >= float(run.report.message)  # the context came first
     assert job_module.standby_served() >= 2  # the second GPU job and the second cpp job
-    assert [eval(c.report.message)[3:] for c in cpu] == [[], []]
+    assert [c.report.message for c in cpu] == ["None", "None"]
 
 
-def test_the_worker_takes_the_context_flag_and_a_failing_context_is_left_to_the_job(relu, tmp_path):
-    """The real worker, told `--context` on a host without a usable GPU: making the context
-    fails quietly, and the job's own first use of the device says what is wrong."""
+def test_the_worker_makes_its_context_when_asked_and_a_failing_one_is_left_to_the_job(
+        monkeypatch, relu, tmp_path):
+    """The real worker, asked for its CUDA context on a host without a usable GPU: making it
+    fails quietly, it answers all the same, and the job's own first use of the device says what
+    is wrong."""
+    answered, real = [], job_module._Standby.make_context
+
+    def spy(self, limit_s: float = job_module.READY_S) -> None:
+        real(self, limit_s)
+        answered.append(self.context)
+
+    monkeypatch.setattr(job_module._Standby, "make_context", spy)
     run = launch("correct", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"),
                  candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
                  timeout_s=120, device_lock=tmp_path / "dev.lock")
     assert run.trusted and run.report.status == Status.runtime_error, run.report.message
     assert "needs a CUDA device" in run.report.message
+    assert answered == [True]  # asked once, answered before the job was delivered
 
 
 def test_a_gpu_job_asks_for_the_device_only_once_its_worker_is_ready(monkeypatch, relu, tmp_path):
     """The worker's imports happen before the device lock is held, never while holding it."""
-    import contextlib
-    import time
-
     stand_in(monkeypatch, "send(report(message=repr(READY_AT)))\n", import_s=1.5)
-    asked, real = [], job_module.locked
-
-    @contextlib.contextmanager
-    def traced(path, shared=False):
-        asked.append(time.time())
-        with real(path, shared):
-            yield
-
-    monkeypatch.setattr(job_module, "locked", traced)
+    asked = lock_asks(monkeypatch)
     run = launch("correct", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"),
                  candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
                  timeout_s=20, device_lock=tmp_path / "dev.lock")
@@ -253,6 +277,18 @@ def test_a_candidates_time_job_prepares_shared_too(monkeypatch, relu, tmp_path, 
     import json
 
     stand_in(monkeypatch, HANDOFF)
+    run = time_job(relu, tmp_path, "candidate")
+    assert run.trusted and set(json.loads(run.report.message)) == {"set_up", "prepared", "go"}
+    assert [h["shared"] for h in holds] == [True, False]
+
+
+def test_a_late_ready_or_context_word_does_not_stand_for_the_time_jobs_shared(monkeypatch, relu,
+                                                                             tmp_path, holds):
+    """Words that came after the parent stopped waiting for them (a worker whose imports or
+    context outlasted READY_S) are passed over; the job's own words are answered as ever."""
+    import json
+
+    stand_in(monkeypatch, "os.write(SIGNAL, b'R'); os.write(SIGNAL, b'C')\n" + HANDOFF)
     run = time_job(relu, tmp_path, "candidate")
     assert run.trusted and set(json.loads(run.report.message)) == {"set_up", "prepared", "go"}
     assert [h["shared"] for h in holds] == [True, False]

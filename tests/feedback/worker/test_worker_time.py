@@ -157,18 +157,3 @@ def test_waited_wakes_set_a_short_windows_allowance_from_the_last_few_and_leave_
         assert clock.wake_floor_ms is None
     cpu = _WaitedWakes(clocks.Clock.__new__(clocks.Clock), 8.0, on)  # the host clock: no wake-up
     assert not cpu.on
-
-
-def test_a_gpu_time_job_makes_its_cuda_context_before_it_asks_for_the_device(kit, monkeypatch):
-    """Before `handoff.shared()` (its first hold of the device), as the compiled reference's build
-    is made; a cpp job makes none."""
-    from feedback.worker import devices, handoff, timing
-
-    order: list[str] = []
-    monkeypatch.setattr(devices, "make_context", lambda: order.append("context"))
-    monkeypatch.setattr(handoff, "shared", lambda: order.append("shared"))
-    for backend in ("cuda", "cpp"):
-        job = kit.job("time", MATMUL, HONEST, backend=backend)
-        timing._before_device(job)
-        timing.handoff.shared()
-    assert order == ["context", "shared", "shared"]
