@@ -1,7 +1,9 @@
 """The point in a time job from which it needs the device to itself.
 
 A standby worker is started with two pipes besides its channel (feedback/job.py, `_Standby`): it
-writes `READY` on its signal pipe once its imports are done. A time job
+writes `READY` on its signal pipe once its imports are done; asked with `CONTEXT` on its go pipe
+before its job arrives (a GPU job's parent asks, then waits), it makes its CUDA context and
+answers `CONTEXT` (__main__.py), so no job holds the device while that is made. A time job
 (`prepares_shared`) is then delivered without the device's lock: it does what needs no device
 (torch.compile's imports and build), writes `SHARED` and waits for the parent's byte on the go
 pipe, which comes once the parent holds the lock shared; it prepares so (problem, reference,
