@@ -15,6 +15,8 @@ a trusted process before the candidate is imported, this module makes that build
 - `light_cuda`: nvcc's translation units read torch/types.h where they include torch/extension.h,
   and are built the stock way if that does not compile (feedback/fastbuild_light.py, which says
   what this could change in principle).
+- `parallel_nvcc`: nvcc's steps for a `.cu`, with its host and device front ends (cudafe++,
+  cicc) run side by side instead of one after the other (feedback/fastbuild_nvcc.py).
 
 The hook sits on torch's `_write_ninja_file`, the one place where the exact flags of each TU are
 known, so `load`, `load_inline` and any name the candidate imported them under all pass through
@@ -49,7 +51,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedback import fastbuild_light, fastbuild_pch
+from feedback import fastbuild_light, fastbuild_nvcc, fastbuild_pch
 from feedback.fastbuild_prepare import prepare
 
 __all__ = ["FastBuild", "accelerated", "install", "prepare", "uninstall"]
@@ -80,6 +82,9 @@ class FastBuild(BaseModel):
     light_cuda: bool = Field(default=True, description="CUDA sources that include "
                              "<torch/extension.h> read torch/types.h in its place, and are built "
                              "the stock way when that fails (feedback/fastbuild_light.py).")
+    parallel_nvcc: bool = Field(default=True, description="nvcc's host and device front ends "
+                                "run side by side (feedback/fastbuild_nvcc.py); the object file "
+                                "is nvcc's.")
 
     @property
     def pch_root(self) -> Path:
@@ -220,7 +225,19 @@ def _accelerated_write_ninja_file(*args, **kwargs):
     for key, flags in (("post_cflags", extra), ("cuda_post_cflags", light)):
         if flags:
             bound.arguments[key] = list(bound.arguments.get(key) or []) + flags
-    return original(*bound.args, **bound.kwargs)
+    nvcc = None
+    if state is not None and state.settings.parallel_nvcc and bound.arguments.get("with_cuda"):
+        try:
+            nvcc = fastbuild_nvcc.command_for(bound.arguments["path"])
+        except Exception as exc:  # noqa: BLE001 - torch's own nvcc then
+            log.warning("fastbuild: parallel nvcc skipped (%s: %s)", type(exc).__name__, exc)
+    if nvcc is None:
+        return original(*bound.args, **bound.kwargs)
+    os.environ["PYTORCH_NVCC"] = nvcc  # read by torch while it writes this build's ninja file
+    try:
+        return original(*bound.args, **bound.kwargs)
+    finally:
+        os.environ.pop("PYTORCH_NVCC", None)
 
 
 def _run_ninja_build(build_directory: str, *args, **kwargs) -> None:

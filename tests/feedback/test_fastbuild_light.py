@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from feedback import fastbuild_light
+from feedback import fastbuild_light, fastbuild_nvcc
 
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 0.f; }\n"
 
@@ -136,6 +137,10 @@ def test_a_cuda_candidate_builds_light_and_one_that_needs_more_builds_stock(relu
     light = RELU.read_text()
     stock = light.replace(*NEEDS_THE_CPP_FRONTEND)
     assert stock != light
+    for code in (light, stock):  # built here, not found in the shared cache from before
+        paths = locate(code, "cuda", fast_options)
+        shutil.rmtree(paths.directory, ignore_errors=True)
+        shutil.rmtree(paths.extensions_dir, ignore_errors=True)
     with ThreadPoolExecutor(2) as pool:
         built = list(pool.map(lambda code: compile_candidate(relu, code, "cuda", fast_options),
                               (light, stock)))
@@ -145,6 +150,7 @@ def test_a_cuda_candidate_builds_light_and_one_that_needs_more_builds_stock(relu
         (build,) = [p.parent for p in paths.extensions_dir.glob("*/build.ninja")]
         assert json.loads((build / fastbuild_light.RECORD).read_text())["light"] is expected
         assert ("light_headers" in (build / "build.ninja").read_text()) is expected
+        assert f"-I {fastbuild_nvcc.SCRIPT} " in (build / "build.ninja").read_text()  # both sides at once
         assert fastbuild_light.went_light(paths.extensions_dir) is expected
         library = next(build.glob("*.so"))
         before = library.stat().st_mtime_ns
