@@ -231,13 +231,10 @@ def _accelerated_write_ninja_file(*args, **kwargs):
             nvcc = fastbuild_nvcc.command_for(bound.arguments["path"])
         except Exception as exc:  # noqa: BLE001 - torch's own nvcc then
             log.warning("fastbuild: parallel nvcc skipped (%s: %s)", type(exc).__name__, exc)
-    if nvcc is None:
-        return original(*bound.args, **bound.kwargs)
-    os.environ["PYTORCH_NVCC"] = nvcc  # read by torch while it writes this build's ninja file
-    try:
-        return original(*bound.args, **bound.kwargs)
-    finally:
-        os.environ.pop("PYTORCH_NVCC", None)
+    written = original(*bound.args, **bound.kwargs)
+    if nvcc is not None:
+        fastbuild_nvcc.use_in(bound.arguments["path"], nvcc)
+    return written
 
 
 def _run_ninja_build(build_directory: str, *args, **kwargs) -> None:

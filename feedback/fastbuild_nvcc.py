@@ -7,8 +7,9 @@ the module id that cudafe++ writes when it is done. On the 2-core CPU machine, a
 `cuda.cu`: cudafe++ 12.5 s, cicc 7.9 s, host compile 7.2 s, each gcc -E 1.2 s; with the two
 sides side by side the front ends took 12.1 s instead of 20.4 (docs/benchmarks.md, P1).
 
-How: torch's ninja file runs `$nvcc` from `PYTORCH_NVCC`; fastbuild sets it to this script
-followed by the real nvcc. The script asks that nvcc for its plan (`--dryrun --keep`, its
+How: torch's ninja file runs `$nvcc`; fastbuild, once torch has written the file, sets that
+variable to this script followed by the real nvcc (`use_in`; not every torch reads
+`PYTORCH_NVCC` for it: torch 2.11 on the GPU machine did not). The script asks that nvcc for its plan (`--dryrun --keep`, its
 intermediate files in a folder of its own), writes the module id file first, runs the host
 and the device steps in two threads, then the host compile, and prints each step's output in
 nvcc's own order, up to the first step that failed, whose exit status it returns: a compile
@@ -72,7 +73,8 @@ SCRIPT = os.path.abspath(__file__)
 
 
 def command_for(build_ninja: str) -> str | None:
-    """`PYTORCH_NVCC` for the build whose ninja file is `build_ninja`, or None (torch's own nvcc).
+    """The `nvcc = ` line for the build whose ninja file is `build_ninja` (read before torch
+    writes it again), or None (torch's own).
 
     A build keeps the nvcc line its ninja file already has (ninja rebuilds when a command line
     changes, and a job that imports a built candidate must not rebuild it): a build made with
@@ -85,7 +87,8 @@ def command_for(build_ninja: str) -> str | None:
     if "PYTORCH_NVCC" in os.environ:
         return None
     real = cpp_extension._join_cuda_home("bin", "nvcc")
-    if len(cpp_extension._wrap_compiler(real)) > 1 or not os.path.isfile(real):
+    wrap = getattr(cpp_extension, "_wrap_compiler", None)  # ccache/sccache, in newer torch only
+    if (wrap is not None and len(wrap(real)) > 1) or not os.path.isfile(real):
         return None
     mine = shlex.join([sys.executable, "-I", SCRIPT, real])
     try:
@@ -104,6 +107,21 @@ def command_for(build_ninja: str) -> str | None:
     if not ours:
         return None
     return old if os.path.isfile(words[0]) and os.path.isfile(words[2]) else mine
+
+
+def use_in(build_ninja: str, command: str) -> None:
+    """Set the ninja file's `nvcc` variable to `command` (rewritten only when it changes)."""
+    with open(build_ninja) as fh:
+        text = fh.read()
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("nvcc = "):
+            lines[i] = f"nvcc = {command}\n"
+            break
+    changed = "".join(lines)
+    if changed != text:
+        with open(build_ninja, "w") as fh:
+            fh.write(changed)
 
 
 def main(argv: list[str]) -> int:
