@@ -3,25 +3,27 @@
 Why: nvcc runs the steps of one `.cu` one after another: the host side (gcc -E, cudafe++), the
 device side (gcc -E, cicc, ptxas, fatbinary), then the host compile. cudafe++ and cicc each
 parse the whole translation unit (torch's headers), and only one thing ties them: cicc reads
-the module id that cudafe++ writes when it is done. On the 2-core CPU machine, a light ReLU
-`cuda.cu`: cudafe++ 12.5 s, cicc 7.9 s, host compile 7.2 s, each gcc -E 1.2 s; with the two
-sides side by side the front ends took 12.1 s instead of 20.4 (docs/benchmarks.md, P1).
+the module id that cudafe++ writes when it is done. On the GPU machine's host a candidate's
+build is nvcc's (ninja: the host binding 3.8 s, `cuda.cu` 15.0 s of 15.3 s); with the two sides
+side by side, 8 builds at once took 21.6 s instead of 30.1 (median, same queue, run 66 in
+docs/gpu-validation.md), for the same CPU seconds. On the 2-core CPU machine, one build of a
+light ReLU `cuda.cu`: 17.3 s instead of 24.6.
 
-How: torch's ninja file runs `$nvcc`; fastbuild, once torch has written the file, sets that
-variable to this script followed by the real nvcc (`use_in`; not every torch reads
-`PYTORCH_NVCC` for it: torch 2.11 on the GPU machine did not). The script asks that nvcc for its plan (`--dryrun --keep`, its
-intermediate files in a folder of its own), writes the module id file first, runs the host
-and the device steps in two threads, then the host compile, and prints each step's output in
-nvcc's own order, up to the first step that failed, whose exit status it returns: a compile
-error reads exactly as nvcc's. The module id is nvcc's shape,
-`_<crc32 of the source path>_<length>_<name>_<crc32 of the preprocessed host source>`
-(nvcc's second hash is its own); it names the translation unit's internal symbols and must
-only be the same on both sides, which it is. With nvcc's own id written in its place the
-object file is byte for byte nvcc's (tests/feedback/test_fastbuild_nvcc.py).
+How: torch's ninja file runs `$nvcc`; once torch has written the file, fastbuild sets that
+variable to this script followed by the real nvcc (`use_in`; torch's own `PYTORCH_NVCC` did not
+reach the ninja file with torch 2.11 on the GPU machine). The script asks that nvcc for its plan
+(`--dryrun --keep`, its intermediate files in a folder of its own), writes the module id file
+first, runs the host and the device steps in two threads, then the host compile, and prints each
+step's output in nvcc's order, up to the first step that failed, whose exit status it returns: a
+compile error reads as nvcc's. Steps after a failure in nvcc's order are stopped. The module id
+has nvcc's shape, `_<crc32 of the source path>_<length>_<name>_<crc32 of the preprocessed host
+source>` (nvcc's second hash is its own); it names the translation unit's internal symbols and
+only has to be the same on both sides, which it is. With nvcc's own id in its place the object
+file is nvcc's, byte for byte (tests/feedback/test_fastbuild_nvcc.py).
 
-Anything else than that plan (several architectures, relocatable device code, a dependency
-or preprocessing run, options that print, a step nvcc added in another version) runs the real
-nvcc as it is, and so does any failure of the script itself before a step ran.
+Anything but that plan (several architectures, relocatable device code, a preprocessing or
+dependency-only run, options that print, a step another nvcc version adds) runs the real nvcc
+as it is, and so does a failure of the script itself (nothing is printed before that).
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ from dataclasses import dataclass
 
 _ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _DEPS = re.compile(r"^-- Filter Dependencies -- > (.+)$")
+SIDE_BY_SIDE_MAX_BYTES = 24 << 20
+"""A preprocessed host source larger than this runs cicc after cudafe++, as nvcc does. Two front
+ends at once hold about twice the memory, and a build's processes share one memory limit
+(`EvalOptions.memory_limit_mb`, 8 GB): a light torch TU is 14.6 MB preprocessed and cudafe++
+peaked at 1.36 GB on it; torch/extension.h adds about a fifth; much larger ones (CUTLASS, say)
+are not measured."""
 _OWN = ("--dryrun", "-dryrun", "--keep", "-keep", "--keep-dir", "-keep-dir", "--save-temps",
         "-save-temps", "-time", "--time", "-v", "--verbose", "--version", "-V", "--help", "-h")
 """nvcc options this script does not run in parallel (they print, or place files themselves)."""
@@ -87,7 +95,7 @@ def command_for(build_ninja: str) -> str | None:
     if "PYTORCH_NVCC" in os.environ:
         return None
     real = cpp_extension._join_cuda_home("bin", "nvcc")
-    wrap = getattr(cpp_extension, "_wrap_compiler", None)  # ccache/sccache, in newer torch only
+    wrap = getattr(cpp_extension, "_wrap_compiler", None)  # ccache/sccache, where torch has it
     if (wrap is not None and len(wrap(real)) > 1) or not os.path.isfile(real):
         return None
     mine = shlex.join([sys.executable, "-I", SCRIPT, real])
@@ -138,11 +146,12 @@ def main(argv: list[str]) -> int:
         dry = subprocess.run([real, *args, "--dryrun", "--keep", "--keep-dir", keep],
                              capture_output=True, text=True, check=False)
         plan = parse(dry.stderr + dry.stdout) if dry.returncode == 0 else None
-        if plan is None:
-            return _exec(real, args)
-        return run(plan)
+        status = run(plan) if plan is not None else None
+    except Exception:  # noqa: BLE001 - the script failed: nvcc itself, below
+        status = None
     finally:
         _remove(keep)
+    return _exec(real, args) if status is None else status
 
 
 def parse(text: str) -> Plan | None:
@@ -198,35 +207,54 @@ def module_id(source_path: str, host_ii: bytes) -> str:
            f"{zlib.crc32(host_ii):08x}"
 
 
-def run(plan: Plan, id_of=module_id) -> int:
-    """Run the plan (module docstring); returns nvcc's exit status."""
+def run(plan: Plan, id_of=module_id) -> int | None:
+    """Run the plan (module docstring); returns nvcc's exit status, or None when the script
+    itself failed (nothing printed: the caller runs nvcc)."""
     steps = _Steps(plan.order, {**os.environ, **plan.env})
-    host_ok = threading.Event()
+    host_ok, host_done = threading.Event(), threading.Event()
+    serial: list[bool] = []
+    broken: list[BaseException] = []
 
     def host() -> None:
-        pre, cudafe = plan.host
-        if steps.run(pre):
-            with open(plan.host_ii, "rb") as fh:
-                ident = id_of(plan.source_path, fh.read())
-            with open(plan.module_id_file, "w") as fh:
-                fh.write(ident)
+        try:
+            pre, cudafe = plan.host
+            if steps.run(pre):
+                with open(plan.host_ii, "rb") as fh:
+                    text = fh.read()
+                serial.append(len(text) > SIDE_BY_SIDE_MAX_BYTES)
+                with open(plan.module_id_file, "w") as fh:
+                    fh.write(id_of(plan.source_path, text))
+                host_ok.set()
+                steps.run(cudafe)
+        except Exception as exc:  # noqa: BLE001 - reported as None: nvcc runs instead
+            broken.append(exc)
+        finally:
             host_ok.set()
-            steps.run(cudafe)
-        host_ok.set()
+            host_done.set()
 
     def device() -> None:
-        pre, *rest = plan.device
-        if steps.run(pre):
-            host_ok.wait()  # the module id is written once the host side preprocessed
-            all(os.path.exists(plan.module_id_file) and steps.run(s) for s in rest)
+        try:
+            pre, *rest = plan.device
+            if steps.run(pre):
+                host_ok.wait()  # the module id is written once the host side preprocessed
+                if any(serial):
+                    host_done.wait()
+                all(os.path.exists(plan.module_id_file) and steps.run(s) for s in rest)
+        except Exception as exc:  # noqa: BLE001
+            broken.append(exc)
 
     threads = [threading.Thread(target=host), threading.Thread(target=device)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if broken:
+        return None
     if all(s.status == 0 for s in plan.host + plan.device):
-        _write_deps(plan)
+        try:
+            _write_deps(plan)
+        except OSError:
+            return None
         steps.run(plan.final)
     for s in plan.order:  # nvcc's order, up to the first failure
         sys.stdout.buffer.write(s.output)

@@ -155,7 +155,7 @@ def test_a_build_keeps_the_nvcc_line_its_ninja_file_has(tmp_path, monkeypatch):
     monkeypatch.delenv("PYTORCH_NVCC")
     monkeypatch.setattr(cpp_extension, "_wrap_compiler", lambda c: ["ccache", c])
     assert fastbuild_nvcc.command_for(str(tmp_path / "new" / "build.ninja")) is None
-    monkeypatch.delattr(cpp_extension, "_wrap_compiler")  # torch 2.11 (the GPU machine) has none
+    monkeypatch.delattr(cpp_extension, "_wrap_compiler")  # a torch without it
     assert fastbuild_nvcc.command_for(str(tmp_path / "new" / "build.ninja")) == mine
 
 
@@ -202,3 +202,37 @@ def test_fastbuild_gives_a_cuda_builds_ninja_file_the_script(tmp_path, monkeypat
     assert cuda == ("ninja_required_version = 1.3\ncxx = c++\nnvcc = driver for True.ninja\nrule link\n"
                     if parallel else f"ninja_required_version = 1.3\ncxx = c++\nnvcc = {NVCC}\nrule link\n")
     assert "nvcc" not in (tmp_path / "False.ninja").read_text()
+
+
+@needs_nvcc
+def test_a_failure_of_the_script_itself_prints_nothing_and_leaves_it_to_nvcc(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.cu").write_text(SOURCE)
+    plan = plan_for(tmp_path, tmp_path / "keep", "-c", "k.cu", "-o", "k.o", *FLAGS)
+
+    def broken_id(*_):
+        raise OSError("disk full")
+    assert fastbuild_nvcc.run(plan, id_of=broken_id) is None  # main() then runs nvcc itself
+    assert capfd.readouterr().out == ""
+    monkeypatch.setattr(fastbuild_nvcc, "run", lambda plan: None)
+    monkeypatch.setattr(fastbuild_nvcc.os, "execv", lambda path, argv: (_ for _ in ()).throw(
+        SystemExit(f"exec {Path(path).name} {' '.join(argv[1:3])}")))
+    with pytest.raises(SystemExit, match="exec nvcc -c k.cu"):
+        fastbuild_nvcc.main([str(NVCC), "-c", "k.cu", "-o", "k.o", *FLAGS])
+
+
+@pytest.mark.parametrize("limit, expected", [(1 << 30, ["cicc", "cudafe"]), (0, ["cudafe", "cicc"])])
+def test_a_large_translation_unit_runs_its_front_ends_one_after_the_other(tmp_path, monkeypatch,
+                                                                          limit, expected):
+    """Two front ends at once hold twice the memory of one, under one limit for the build."""
+    monkeypatch.setattr(fastbuild_nvcc, "SIDE_BY_SIDE_MAX_BYTES", limit)
+    (tmp_path / "k.cpp4.ii").write_text("preprocessed")
+    log = tmp_path / "log"
+    lines = ["true", f"sh -c 'sleep 0.5; echo cudafe >> {log}'", "true", f"sh -c 'echo cicc >> {log}'",
+             "true", "true", "true"]
+    order = [fastbuild_nvcc.Step(line) for line in lines]
+    plan = fastbuild_nvcc.Plan(env={}, order=order, host=order[:2], device=order[2:6], final=order[6],
+                               module_id_file=str(tmp_path / "k.module_id"), source_path="k.cu",
+                               host_ii=str(tmp_path / "k.cpp4.ii"))
+    assert fastbuild_nvcc.run(plan) == 0
+    assert log.read_text().split() == expected
