@@ -73,8 +73,7 @@ class Plan:
     module_id_file: str
     source_path: str
     host_ii: str
-    deps: tuple[str, str] | None = None  # (gcc's list, written by the device preprocessing;
-    # the -MF file nvcc writes)
+    deps: tuple[str, str] | None = None  # (the list gcc writes, the -MF file nvcc writes)
 
 
 SCRIPT = os.path.abspath(__file__)
@@ -188,7 +187,9 @@ def parse(text: str) -> Plan | None:
     source, host_ii, obj = _value(cudafe, "--orig_src_path_name"), _value(pre_host, "-o"), _value(final, "-o")
     if source is None or host_ii is None or obj is None:
         return None
-    by["cudafe"].line = by["cudafe"].line.replace("--gen_module_id_file ", "", 1)
+    by["cudafe"].line, made = re.subn(r"\s--gen_module_id_file(?=\s|$)", "", by["cudafe"].line)
+    if made != 1:
+        return None
     deps = None
     if deps_file is not None:  # nvcc's list is the device side's (it has the sm_XX headers)
         deps = (host_ii + ".d", deps_file)
@@ -239,7 +240,9 @@ def run(plan: Plan, id_of=module_id) -> int | None:
                 host_ok.wait()  # the module id is written once the host side preprocessed
                 if any(serial):
                     host_done.wait()
-                all(os.path.exists(plan.module_id_file) and steps.run(s) for s in rest)
+                for s in rest:
+                    if not os.path.exists(plan.module_id_file) or not steps.run(s):
+                        break
         except Exception as exc:  # noqa: BLE001
             broken.append(exc)
 
