@@ -6,8 +6,8 @@ parse the whole translation unit (torch's headers), and only one thing ties them
 the module id that cudafe++ writes when it is done. On the GPU machine's host a candidate's
 build is nvcc's (ninja: the host binding 3.8 s, `cuda.cu` 15.0 s of 15.3 s); with the two sides
 side by side, 8 builds at once took 21.6 s instead of 30.1 (median, same queue, run 66 in
-docs/gpu-validation.md), for the same CPU seconds. On the 2-core CPU machine, one build of a
-light ReLU `cuda.cu`: 17.3 s instead of 24.6.
+docs/gpu-validation.md), for the same CPU seconds. On the 2-core CPU machine, nvcc alone on a
+ReLU kernel that includes torch/types.h (a light `cuda.cu`): 17.3 s instead of 24.6.
 
 How: torch's ninja file runs `$nvcc`; once torch has written the file, fastbuild sets that
 variable to this script followed by the real nvcc (`use_in`; torch's own `PYTORCH_NVCC` did not
