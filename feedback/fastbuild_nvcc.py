@@ -32,6 +32,7 @@ import itertools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,6 @@ class Plan:
     module_id_file: str
     source_path: str
     host_ii: str
-    deps: tuple[str, str] | None = None  # (the list gcc writes, the -MF file nvcc writes)
 
 
 SCRIPT = os.path.abspath(__file__)
@@ -149,7 +149,7 @@ def main(argv: list[str]) -> int:
     except Exception:  # noqa: BLE001 - the script failed: nvcc itself, below
         status = None
     finally:
-        _remove(keep)
+        shutil.rmtree(keep, ignore_errors=True)
     return _exec(real, args) if status is None else status
 
 
@@ -190,15 +190,12 @@ def parse(text: str) -> Plan | None:
     by["cudafe"].line, made = re.subn(r"\s--gen_module_id_file(?=\s|$)", "", by["cudafe"].line)
     if made != 1:
         return None
-    deps = None
-    if deps_file is not None:  # nvcc's list is the device side's (it has the sm_XX headers)
-        deps = (host_ii + ".d", deps_file)
-        by["pre-device"].line += f" -MD -MF {shlex.quote(deps[0])} -MT {shlex.quote(obj)}"
+    if deps_file is not None:  # nvcc's -MF list: gcc's, of the device side (it has the sm_XX headers)
+        by["pre-device"].line += f" -MD -MF {shlex.quote(deps_file)} -MT {shlex.quote(obj)}"
     return Plan(env=env, order=[s for _, s in steps],
                 host=[by["pre-host"], by["cudafe"]],
                 device=[by["pre-device"], by["cicc"], by["ptxas"], by["fatbinary"]],
-                final=by["final"], module_id_file=module_id, source_path=source, host_ii=host_ii,
-                deps=deps)
+                final=by["final"], module_id_file=module_id, source_path=source, host_ii=host_ii)
 
 
 def module_id(source_path: str, host_ii: bytes) -> str:
@@ -254,10 +251,6 @@ def run(plan: Plan, id_of=module_id) -> int | None:
     if broken:
         return None
     if all(s.status == 0 for s in plan.host + plan.device):
-        try:
-            _write_deps(plan)
-        except OSError:
-            return None
         steps.run(plan.final)
     for s in plan.order:  # nvcc's order, up to the first failure
         sys.stdout.buffer.write(s.output)
@@ -322,15 +315,6 @@ def _role(words: list[str]) -> str:
     return f"other:{tool}"
 
 
-def _write_deps(plan: Plan) -> None:
-    """The dependency file nvcc writes (`-MD -MF`): gcc's list of the same files."""
-    if plan.deps is None:
-        return
-    made, wanted = plan.deps
-    with open(made, "rb") as src, open(wanted, "wb") as dst:
-        dst.write(src.read())
-
-
 def _value(words: list[str], option: str) -> str | None:
     """The word after the last `option` in `words`."""
     found = None
@@ -351,12 +335,6 @@ def _unquote(value: str) -> str:
 def _exec(real: str, args: list[str]) -> int:
     os.execv(real, [real, *args])
     return 1  # not reached
-
-
-def _remove(folder: str) -> None:
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -99,13 +99,13 @@ def measure(backend: str, candidates: list[Path], *, repeats: int, cache_dir: Pa
         if concurrency <= 1:
             for item in queue:
                 timed(work, *item)
-            queue = []
-        pool = ThreadPoolExecutor(max(concurrency, 1))
-        try:
-            for future in [pool.submit(timed, work, *item) for item in queue]:
-                future.result()
-        finally:  # a failure or an interrupt: no new build starts
-            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            pool = ThreadPoolExecutor(concurrency)
+            try:
+                for future in [pool.submit(timed, work, *item) for item in queue]:
+                    future.result()
+            finally:  # a failure or an interrupt: no new build starts
+                pool.shutdown(wait=True, cancel_futures=True)
     record["complete"] = True
     return record
 
