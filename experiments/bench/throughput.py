@@ -59,6 +59,7 @@ from experiments.bench.throughput_report import (
     stage_stats,
     summary,
 )
+from experiments.bench.timing_stability import parse_overrides
 from experiments.submissions import KERNEL_FILE
 from problems.loaders import SUITE_ROOT
 
@@ -97,18 +98,25 @@ def one_per_problem(candidates: list[dict]) -> list[dict]:
     return list(seen.values())
 
 
+def arm_options(args: argparse.Namespace, cache: Path):
+    """The framework arms' EvalOptions: the evaluator's defaults, the bench's flags, `--options`."""
+    from feedback.options import EvalOptions
+
+    return EvalOptions(**{"device": args.device, "size": args.size, "cache_dir": cache,
+                          "profile": args.profile, "correctness_trials": args.correct_trials,
+                          "compile_baseline": args.compile_baseline, "arch": args.arch,
+                          **args.options})
+
+
 def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
                   executor: str = "local", baselined: bool = False) -> dict:
     """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
     (and ray.init, and with `baselined` every problem's baselines) timed separately."""
     from feedback import fastbuild
     from feedback.evaluate import AHEAD_PROBLEMS, LocalEvaluator, iter_evaluate
-    from feedback.options import EvalOptions
     from problems.loaders import load_file
 
-    options = EvalOptions(device=args.device, size=args.size, cache_dir=cache, profile=args.profile,
-                          correctness_trials=args.correct_trials,
-                          compile_baseline=args.compile_baseline, arch=args.arch)
+    options = arm_options(args, cache)
     items = [(load_file(c["problem"]), c["file"].read_text(), args.backend) for c in candidates]
     evaluator, devices, extra = None, None, {}
     ahead = ThreadPoolExecutor(AHEAD_PROBLEMS)  # baselines on the device while the PCH builds
@@ -239,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the stock arm's timed calls (KernelBench's 100); the framework arm "
                              "takes the evaluator's own default samples")
     parser.add_argument("--profile", action="store_true", help="framework: run the profile stage")
+    parser.add_argument("--options", type=parse_overrides, default={}, metavar="KEY=VALUE,...",
+                        help="framework arms: EvalOptions overrides (e.g. timing_trials=10), "
+                        "for an A/B of the evaluator's defaults")
     parser.add_argument("--no-compile-baseline", dest="compile_baseline", action="store_false",
                         help="framework: skip the torch.compile baseline")
     parser.add_argument("--compile-workers", type=int, default=None,
@@ -272,6 +283,12 @@ def main(argv: list[str] | None = None) -> int:
             return write(merge([json.loads(p.read_text()) for p in args.merge]), args)
         except (OSError, ValueError) as exc:
             parser.error(f"--merge: {exc}")
+    if args.options:
+        from pydantic import ValidationError
+        try:
+            arm_options(args, Path(tempfile.gettempdir()))
+        except ValidationError as exc:
+            parser.error(f"--options: {exc}")
     args.run_dir = args.run_dir or CANDIDATES / args.backend
     args.problems = args.problems or SUITE_ROOT
     if args.short:
@@ -297,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                     "backend": args.backend,
                     "command": " ".join(["python -m experiments.bench.throughput",
                                          *(argv if argv is not None else sys.argv[1:])]),
-                    "cpus": os.cpu_count()}
+                    "cpus": os.cpu_count(), "options": args.options}
     if part:
         result["part"] = list(part)
     # each device job's wait and holds, as it ends: the device's busy seconds come from there

@@ -34,16 +34,21 @@ import sys
 from pathlib import Path
 
 
+def parse_overrides(text: str, where: str = "") -> dict[str, str]:
+    """`key=value,key=value` (EvalOptions fields; pydantic converts the values)."""
+    overrides = {}
+    for item in filter(None, text.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"{item!r}{where} is not KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     """`name:key=value,key=value` (or `name` alone: the defaults)."""
     name, _, rest = text.partition(":")
-    overrides = {}
-    for item in filter(None, rest.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise argparse.ArgumentTypeError(f"{item!r} in variant {name!r} is not KEY=VALUE")
-        overrides[key.strip()] = value.strip()
-    return name, overrides
+    return name, parse_overrides(rest, f" in variant {name!r}")
 
 
 def spread(medians: list[float]) -> float | None:

@@ -12,6 +12,7 @@ import pytest
 
 from experiments.bench.throughput import main, one_per_problem
 from experiments.bench.throughput_report import differing_verdicts, merge, summary
+from experiments.bench.timing_stability import parse_overrides
 
 
 def _row(file: str, status: str, **stages: float) -> dict:
@@ -66,6 +67,26 @@ def test_bad_arms_and_folders_are_one_line_errors(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing"), "--problems", "problems/suite"])
     assert "no such folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--problems", "problems/suite", "--options", "timing_trials=0"])
+    assert "--options:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--problems", "problems/suite", "--options", "no_such_option=1"])
+    assert "no_such_option" in capsys.readouterr().err
+
+
+def test_options_override_the_framework_arms_evaluator_defaults(tmp_path):
+    """`--options` is the A/B of an evaluator default; the bench's own flags stay."""
+    import argparse
+
+    from experiments.bench.throughput import arm_options
+
+    args = argparse.Namespace(device="cpu", size=None, profile=False, correct_trials=5,
+                              compile_baseline=True, arch=None,
+                              options=parse_overrides("timing_trials=10,compile_baseline=false"))
+    options = arm_options(args, tmp_path)
+    assert (options.timing_trials, options.compile_baseline, options.cache_dir) == (10, False, tmp_path)
+    assert arm_options(argparse.Namespace(**{**vars(args), "options": {}}), tmp_path).timing_trials is None
 
 
 def test_arms_of_separate_calls_merge_into_one_record(result):
