@@ -29,10 +29,11 @@ class EvalOptions(BaseModel):
     correctness_trials: int = Field(default=5, ge=1, description="Fresh input sets checked.")
     timing_trials: int | None = Field(default=None, ge=1, description="Least number of timed "
                                       "samples (intervals) per program; more are taken until "
-                                      "`timing_se` is met. None: 30 on a GPU (samples of 30 ms), "
+                                      "`timing_se` is met. None: 10 on a GPU (samples of 30 ms), "
                                       "100 on the cpp backend (sampling.MIN_TRIALS).")
     timing_max_trials: int | None = Field(default=None, ge=1, description="Most timed samples per "
-                                          "program; None: 4 x the least.")
+                                          "program; None: 4 x `timing_trials`, or without it 120 on "
+                                          "a GPU and 400 on the cpp backend (sampling.MAX_TRIALS).")
     timing_se: float = Field(default=0.002, ge=0, description="Stop sampling once the relative "
                              "standard error of the median is at most this (0: take the most).")
     timing_budget_s: float = Field(default=10.0, gt=0, description="Stop sampling after this many "

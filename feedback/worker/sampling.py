@@ -47,10 +47,17 @@ MAX_CALLS = {"cuda": 512, "cpu": 64}
 """The default most calls in one sample (`EvalOptions.max_calls_per_interval` None), per device:
 on a GPU enough to fill 30 ms with calls of 0.06 ms; a shorter program's calls are bound by the
 host's launch and refill time anyway, which more calls per sample would only multiply."""
-MIN_TRIALS = {"cuda": 30, "cpu": 100}
+MIN_TRIALS = {"cuda": 10, "cpu": 100}
 """The default least number of timed samples (`EvalOptions.timing_trials` None), per device. A
 GPU sample is a 30 ms window of up to 512 calls, each on fresh inputs; more samples are taken
-while the median's standard error is above `timing_se`."""
+while the median's standard error is above `timing_se` (at 10 samples: while the samples' IQR is
+above 0.68% of their median). The device holds each timed program alone for its samples, so they
+bound how many candidates an hour one GPU evaluates: 30 samples were 0.92 s of a cold candidate's
+2.6 s alone and 1.92 s of its problem's two baselines' 3.0 s (H100, run 63). 10 against 30: the
+spread over evaluations on the H100, docs/benchmarks.md P3 (twenty-ninth session)."""
+MAX_TRIALS = {"cuda": 120, "cpu": 400}
+"""The default most timed samples (`EvalOptions.timing_max_trials` None, and `timing_trials`
+None), per device; `timing_budget_s` bounds them as well."""
 SIDE_TAIL_MS = 0.25
 """A program whose single-call windows end, in the median, more than this after its calls' own
 stream was done leaves work running on other streams after forward() returns (the host's part of
@@ -75,9 +82,12 @@ def min_trials(options: Any, device_type: str) -> int:
 
 
 def max_trials(options: Any, device_type: str) -> int:
-    """The most timed samples a program gets: `timing_max_trials`, or 4 x the least."""
+    """The most timed samples a program gets: `timing_max_trials`, or 4 x `timing_trials` where
+    that is set, or the device's `MAX_TRIALS`; never fewer than the least."""
     least = min_trials(options, device_type)
-    return max(options.timing_max_trials or 4 * least, least)
+    most = options.timing_max_trials or (4 * options.timing_trials if options.timing_trials
+                                         else _per_device(None, MAX_TRIALS, device_type))
+    return max(most, least)
 
 
 def _per_device(value: Any, table: dict[str, Any], device_type: str) -> Any:

@@ -100,16 +100,17 @@ def test_work_left_on_other_streams_is_told_by_the_single_calls_tails():
     assert sampling.outlives_stream([sampling.SIDE_TAIL_MS * 1.01] * 3)
 
 
-def test_max_trials_defaults_to_four_times_the_least():
+def test_max_trials_defaults_to_four_times_the_least_asked_for_or_the_devices_most():
     assert sampling.max_trials(EvalOptions(timing_trials=25), "cuda") == 100
     assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=30), "cpu") == 30
     assert sampling.max_trials(EvalOptions(timing_trials=25, timing_max_trials=5), "cuda") == 25
 
 
 def test_the_least_samples_are_the_options_or_the_devices_default():
-    assert sampling.min_trials(EvalOptions(), "cuda") == sampling.MIN_TRIALS["cuda"] == 30
+    assert sampling.min_trials(EvalOptions(), "cuda") == sampling.MIN_TRIALS["cuda"] == 10
     assert sampling.min_trials(EvalOptions(), "cpu") == sampling.MIN_TRIALS["cpu"] == 100
-    assert sampling.max_trials(EvalOptions(), "cuda") == 120
+    assert sampling.max_trials(EvalOptions(), "cuda") == sampling.MAX_TRIALS["cuda"] == 120
+    assert sampling.max_trials(EvalOptions(), "cpu") == sampling.MAX_TRIALS["cpu"] == 400
     assert sampling.min_trials(EvalOptions(timing_trials=7), "cuda") == 7
 
 
