@@ -179,6 +179,20 @@ def test_timing_probes_one_per_stratum_at_secret_positions_plus_one_after_the_la
         assert len({tuple(p) for p in draws}) > 1  # secret: not the same positions every time
 
 
+@pytest.mark.parametrize("total,stride", [(10, 4), (30, 4), (100, 13)])
+def test_samples_beyond_the_least_get_one_probe_per_block_of_a_stratum_or_min_stride(total, stride):
+    """Sampling on until the standard error is met: one probe at a secret position in each block
+    of `stride` samples, so a long-sampled program is not probed at a short least's density."""
+    from feedback.worker.probes import MIN_STRIDE, PROBES, TimingGuard
+    assert stride == max(MIN_STRIDE, -(-total // PROBES))
+    for _ in range(50):
+        guard = TimingGuard(None, "fp64-relative", 0, total)
+        beyond = [c for c in range(total, total + 6 * stride) if guard.is_probe(c)]
+        blocks = [(c - total) // stride for c in beyond]  # block 0's may be `total` itself
+        assert total in beyond and sorted(set(blocks)) == list(range(6))
+        assert len(beyond) <= 7  # the probe at `total`, one per block
+
+
 def test_audit_refuses_candidate_code_and_lets_trusted_code_pass(tmp_path):
     path, module = _module(tmp_path, """
         import sys
