@@ -51,9 +51,9 @@ MIN_STRIDE = 4
 """Samples per probe beyond the least (the stratum of 30 least samples, the GPU's former
 default). A probe with its spot check re-runs the reference, in float64 too, with the device held
 alone: at a stratum of 2 (10 least samples) a program sampled on to 30 had 19 probes, and the
-candidate time jobs' checks took 1.09 s against 0.79 s (H100, runs 63 and 68). Misbehaving on
-a run of 2 x MIN_STRIDE samples beyond the least is still caught: at most a fifth of the samples
-that long a run implies, well short of the half it takes to move the median."""
+candidate time jobs' checks took 1.09 s against 0.79 s (H100, runs 63 and 68). A run of
+2 x MIN_STRIDE misbehaving samples beyond the least always holds a probe: with 10 least samples
+that is 8 of at least 18, short of the half it takes to move the median."""
 CPU_SLACK = 0.1
 """Cores' worth of CPU time on threads the candidate started, tolerated (a thread that only
 starts and joins)."""

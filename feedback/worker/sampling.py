@@ -53,8 +53,9 @@ GPU sample is a 30 ms window of up to 512 calls, each on fresh inputs; more samp
 while the median's standard error is above `timing_se` (at 10 samples: while the samples' IQR is
 above 0.68% of their median). The device holds each timed program alone for its samples, so they
 bound how many candidates an hour one GPU evaluates: 30 samples were 0.92 s of a cold candidate's
-2.6 s alone and 1.92 s of its problem's two baselines' 3.0 s (H100, run 63). 10 against 30: the
-spread over evaluations on the H100, docs/benchmarks.md P3 (twenty-ninth session)."""
+2.6 s alone and 1.92 s of its problem's two baselines' 3.0 s (H100, run 63). 10 against 30 on the
+H100 (run 67, docs/benchmarks.md P3): every spread over evaluations within 1.5%, worst 0.82%
+against 0.76%; the short ReLUs' 0.2-0.3% became 0.55-0.61%."""
 MAX_TRIALS = {"cuda": 120, "cpu": 400}
 """The default most timed samples (`EvalOptions.timing_max_trials` None, and `timing_trials`
 None), per device; `timing_budget_s` bounds them as well."""
