@@ -98,22 +98,32 @@ def command_for(build_ninja: str) -> str | None:
     if (wrap is not None and len(wrap(real)) > 1) or not os.path.isfile(real):
         return None
     mine = shlex.join([sys.executable, "-I", SCRIPT, real])
-    try:
-        with open(build_ninja) as fh:
-            old = next((line[len("nvcc = "):].rstrip("\n") for line in fh
-                        if line.startswith("nvcc = ")), None)
-    except OSError:
-        return mine
+    old = nvcc_line(build_ninja)
     if old is None:
         return mine
-    try:
-        words = shlex.split(old)
-    except ValueError:
+    if not runs_script(old):
         return None
-    ours = len(words) == 4 and words[1] == "-I" and os.path.basename(words[2]) == os.path.basename(SCRIPT)
-    if not ours:
-        return None
+    words = shlex.split(old)
     return old if os.path.isfile(words[0]) and os.path.isfile(words[2]) else mine
+
+
+def nvcc_line(build_ninja: str) -> str | None:
+    """The ninja file's `nvcc` variable, or None (no file, or no such line)."""
+    try:
+        with open(build_ninja) as fh:
+            return next((line[len("nvcc = "):].rstrip("\n") for line in fh
+                         if line.startswith("nvcc = ")), None)
+    except OSError:
+        return None
+
+
+def runs_script(line: str | None) -> bool:
+    """Whether an `nvcc` line runs this script (`python -I fastbuild_nvcc.py real-nvcc`)."""
+    try:
+        words = shlex.split(line or "")
+    except ValueError:
+        return False
+    return len(words) == 4 and words[1] == "-I" and os.path.basename(words[2]) == os.path.basename(SCRIPT)
 
 
 def use_in(build_ninja: str, command: str) -> None:

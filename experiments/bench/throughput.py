@@ -163,7 +163,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
              "message": r.message[:500] if r.status.value != "ok" else ""}
             for c, r in zip(candidates, results)]
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
-    ninja = [p.read_text() for p in cache.glob("ext/*/*/build.ninja")]
+    ninja = [fastbuild_nvcc.nvcc_line(str(p)) for p in cache.glob("ext/*/*/build.ninja")]
     if executor == "local":  # Ray's jobs run in its actors' processes, out of this job log
         from experiments.bench.testlog import device_timeline
 
@@ -173,7 +173,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),
             "builds_seen": len(decisions),
-            "builds_with_parallel_nvcc": sum(Path(fastbuild_nvcc.SCRIPT).name in n for n in ninja),
+            "builds_with_parallel_nvcc": sum(map(fastbuild_nvcc.runs_script, ninja)),
             "stage_s": stage_stats("framework", rows)}
 
 

@@ -85,10 +85,8 @@ def min_trials(options: Any, device_type: str) -> int:
 def max_trials(options: Any, device_type: str) -> int:
     """The most timed samples a program gets: `timing_max_trials`, or 4 x `timing_trials` where
     that is set, or the device's `MAX_TRIALS`; never fewer than the least."""
-    least = min_trials(options, device_type)
-    most = options.timing_max_trials or (4 * options.timing_trials if options.timing_trials
-                                         else _per_device(None, MAX_TRIALS, device_type))
-    return max(most, least)
+    asked = options.timing_max_trials or (4 * options.timing_trials if options.timing_trials else None)
+    return max(_per_device(asked, MAX_TRIALS, device_type), min_trials(options, device_type))
 
 
 def _per_device(value: Any, table: dict[str, Any], device_type: str) -> Any:
