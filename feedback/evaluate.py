@@ -333,12 +333,15 @@ GPU_LANES = 4
 CUDA, loads its problem or waits out a hang."""
 
 
-AHEAD_PROBLEMS = 3
+AHEAD_PROBLEMS = 6
 """Problems whose baselines are timed at once ahead of their candidates in a batch. Each timing
 holds the device only for its timed part; before that its worker imports, builds torch.compile's
 graph and prepares, all without the device. With one problem at a time, the H200 sat idle through
 those steps (runs 43-44: 26-35 s of the first 36-50 s, while the first candidates built) and most
-baselines were left to the candidates' own lanes, after their candidate's timing."""
+baselines were left to the candidates' own lanes, after their candidate's timing. With 3 the
+H100 was still idle 18.6 s before the first build ended (run 68): a baselines job took 14-17 s
+from its start to its first hold, beside 8 builds, and held the device about 2.2 s, so three of
+them kept it busy about half that time."""
 
 
 def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,

@@ -51,6 +51,9 @@ class EvalOptions(BaseModel):
     warmup: int = Field(default=5, ge=0, description="Untimed calls before timing (then untimed "
                         "samples until their times are stable, for up to `warmup_s`).")
     warmup_s: float = Field(default=2.0, ge=0, description="Most seconds of warm-up samples.")
+    warmup_window: int = Field(default=5, ge=1, description="Warm-up is over once the median of "
+                               "the last this many untimed samples is within 1% of the median "
+                               "of as many before them (so at least twice this many samples).")
     input_sets: int = Field(default=4, ge=1, description="Input sets rotated through timed calls "
                             "(at least as many as calls in one sample).")
     isolate_cores: bool = Field(default=True, description="The timing worker on CPU cores of its "

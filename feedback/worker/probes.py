@@ -113,13 +113,13 @@ class TimingGuard:
         except BaseException as exc:  # noqa: BLE001
             raise candidate_error(exc, "ModelNew.forward raised during timing") from exc
         guards.check_output(out, buffers[k], held)
-        guards.check_stable(out, h.device)
-        guards.check_inputs_untouched(buffers[k], pristine)
-        check_integrity(h, "during the timed calls")
-        if own_calls == 0:
-            raise guards.violation(own_code_violation(["a call among the timed ones"]))
-        ref, ref64 = call_reference(h, pristine, want64=self.policy == "fp64-relative")
-        verdict = compare(out, ref, ref64, self.policy, figures=False)
+        with guards.settling(out, h.device):  # the pause before the re-read: the checks below
+            guards.check_inputs_untouched(buffers[k], pristine)
+            check_integrity(h, "during the timed calls")
+            if own_calls == 0:
+                raise guards.violation(own_code_violation(["a call among the timed ones"]))
+            ref, ref64 = call_reference(h, pristine, want64=self.policy == "fp64-relative")
+            verdict = compare(out, ref, ref64, self.policy, figures=False)
         if not verdict.ok:
             raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result "
                              f"(replayed or memoised result, or different behaviour when timed?): "

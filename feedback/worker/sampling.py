@@ -16,8 +16,9 @@ Pure functions over per-call times (ms), so the rules are tested by hand-compute
   samples of the calls (`sizing`), never on the first use of their buffers alone.
 - Samples: at least `min_n`; more until the relative standard error of the median is at most the
   target, or `max_n`, or the time budget (timing.py).
-- Warm-up: untimed samples until the median of the last `WINDOW` is within `STABLE` of the median
-  of the `WINDOW` before (clocks ramped, caches and allocator settled).
+- Warm-up: untimed samples until the median of the last `window` (`EvalOptions.warmup_window`) is
+  within `STABLE` of the median of the `window` before (clocks ramped, caches and allocator
+  settled).
 - Noise (`EvalResult.noise`): the between-evaluation variation estimated inside one evaluation.
   Samples alternate between two passes, A and B, each with input buffers of its own (allocated
   apart, so where memory landed differs between them as it does between processes); noise is the
@@ -65,7 +66,6 @@ stream was done leaves work running on other streams after forward() returns (th
 a tail was 0.03-0.14 ms on the H200 with builds alongside): in a window of several calls that work
 would overlap the next calls' (a relu that spun 2 ms on a new stream per call timed 0.29 ms per
 call in windows of many, H200, 2026-12-02), so such a program gets one call per window."""
-WINDOW = 5
 STABLE = 0.01
 SE_FACTOR = 2.0
 """Noise is at least this many standard errors of the median (about a 95% interval)."""
@@ -179,12 +179,12 @@ def enough(times: Sequence[float], min_n: int, max_n: int, se_target: float) -> 
     return se is not None and se <= se_target
 
 
-def warmed_up(times: Sequence[float]) -> bool:
-    """The last WINDOW samples' median within STABLE of the WINDOW before them."""
-    if len(times) < 2 * WINDOW:
+def warmed_up(times: Sequence[float], window: int) -> bool:
+    """The last `window` samples' median within STABLE of the `window` before them."""
+    if len(times) < 2 * window:
         return False
-    last = statistics.median(times[-WINDOW:])
-    before = statistics.median(times[-2 * WINDOW:-WINDOW])
+    last = statistics.median(times[-window:])
+    before = statistics.median(times[-2 * window:-window])
     return before > 0 and abs(last - before) / before <= STABLE
 
 

@@ -302,7 +302,7 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
     for _ in range(WAITED_WAKES_AHEAD):
         wakes.measure()
     settling, start = [], perf_counter()
-    while opts.warmup and not sampling.warmed_up(settling) and perf_counter() - start < opts.warmup_s:
+    while opts.warmup and not sampling.warmed_up(settling, opts.warmup_window) and perf_counter() - start < opts.warmup_s:
         settling.append(sampler.sample((a, b)[len(settling) % 2], calls, timed=False))
 
     times: tuple[list[float], list[float]] = ([], [])

@@ -193,3 +193,43 @@ def test_child_processes_finds_the_children_of_every_thread_as_the_proc_scan_doe
         for p in started:
             p.kill()
             p.wait()
+
+
+def test_settling_catches_a_write_after_return_and_counts_its_block_towards_the_pause(monkeypatch):
+    """`guards.settling`: a write landing during the block is a violation on exit; a block as
+    long as the pause leaves nothing to sleep, a shorter one sleeps the rest; the violation wins
+    over an error the block raised, which passes through when the output held still."""
+    import threading
+    import time
+
+    import torch
+
+    from feedback.result import Status
+    from feedback.worker import guards
+    from feedback.worker.errors import JobFailure
+
+    cpu, out = torch.device("cpu"), torch.zeros(1024)
+    later = threading.Timer(guards.SETTLE_S / 4, lambda: out.fill_(1.0))
+    with pytest.raises(JobFailure, match="changed after forward") as caught, guards.settling(out, cpu):
+        later.start()
+        later.join()
+    assert caught.value.status == Status.guard_violation
+
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(guards.time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+    with guards.settling(out, cpu):
+        pass
+    assert len(slept) == 1 and 0 < slept[0] <= guards.SETTLE_S
+    slept.clear()
+    with guards.settling(out, cpu):
+        start = time.perf_counter()
+        while time.perf_counter() - start < guards.SETTLE_S:  # trusted work as long as the pause
+            pass
+    assert slept == []
+
+    with pytest.raises(ValueError, match="the reference"), guards.settling(out, cpu):
+        raise ValueError("the reference failed")
+    with pytest.raises(JobFailure, match="changed after forward"), guards.settling(out, cpu):
+        out.fill_(2.0)
+        raise ValueError("the reference failed")

@@ -47,10 +47,13 @@ def test_sampling_stops_at_the_standard_error_target_or_the_most():
 
 
 def test_warm_up_ends_when_two_windows_agree():
-    assert not sampling.warmed_up([1.0] * 9)
-    assert sampling.warmed_up([1.0] * 10)
-    assert not sampling.warmed_up([2.0] * 5 + [1.0] * 5)
-    assert sampling.warmed_up([1.005] * 5 + [1.0] * 5)
+    assert not sampling.warmed_up([1.0] * 9, 5)
+    assert sampling.warmed_up([1.0] * 10, 5)
+    assert not sampling.warmed_up([2.0] * 5 + [1.0] * 5, 5)
+    assert sampling.warmed_up([1.005] * 5 + [1.0] * 5, 5)
+    assert not sampling.warmed_up([1.0] * 5, 3)
+    assert sampling.warmed_up([2.0] * 4 + [1.0] * 6, 3)
+    assert not sampling.warmed_up([2.0] * 4 + [1.0] * 6, 5)
 
 
 def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
