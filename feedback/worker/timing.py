@@ -7,7 +7,7 @@ Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, p
    program that leaves work on other streams, sampling.outlives_stream), then `SIZING_TRIALS`
    untimed samples of that many, whose time per call sets it again (more calls, never fewer;
    fewer only for a host-bound program, sampling.sizing); then
-   untimed samples until their times are stable (or `warmup_s`). A window shorter than half
+   untimed samples until their times are stable (`warmup_window`, or `warmup_s`). A window shorter than half
    `interval_ms` also measures its wake-up allowance after trusted waits (`_WaitedWakes`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
    least `timing_trials` samples, more until the median's relative standard error is at most
