@@ -113,6 +113,12 @@ def to_double(values: Any) -> Any:
     return tree_map(lambda t: t.double() if t.is_floating_point() else t.clone(), values)
 
 
+def head(values: Any, n: int) -> Any:
+    """The first `n` elements of every tensor, flattened (other leaves kept): the same operators
+    on a bounded piece, for a trial that only records which operators run (harness.py)."""
+    return tree_map(lambda t: t.reshape(-1)[:n], values)
+
+
 def stress(values: Any, name: str) -> Any:
     """The inputs with every floating-point tensor rescaled by `STRESS_TRANSFORMS[name]`."""
     transform = STRESS_TRANSFORMS[name]
