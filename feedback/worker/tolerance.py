@@ -30,6 +30,7 @@ mismatch is `mismatch`. Relative errors divide by `|ref| + eps(dtype) * S` so th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,6 +201,8 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
         return None
     spans = [(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)]
     fp64_relative = tol.policy == "fp64-relative"
+    if fp64_relative and not figures and t.dtype == torch.float64:
+        return _passes(g, t, r, spans, tol, ref.dtype)
     kept, checked = None, []
     for lo, hi in spans:
         err, target_abs = _chunk(g[lo:hi], t[lo:hi])
@@ -250,6 +253,39 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
 
 CHUNK = 1 << 24
 """Elements `_compare_finite` compares at a time: its float64 arrays take 128 MB each."""
+
+
+def _passes(g: torch.Tensor, t: torch.Tensor, r: torch.Tensor, spans: list[tuple[int, int]],
+            tol: Tolerance, dtype: torch.dtype) -> Comparison | None:
+    """`_compare_finite` without figures under fp64-relative, `t` float64: a pass, or None. The
+    same numbers from a third of the passes over the data: `g - t` and `r - t` are each one
+    kernel that promotes to float64 as it reads (what `g.to(float64) - t` computes, without the
+    copy), and the most of |x| is the larger of -min and max from one `aminmax`, which also
+    gives the finiteness test (a NaN carries into both ends, an infinity is one of them). Only
+    where `r - t` is not finite (the float32 reference overflowed) is its chunk's largest error
+    taken as `_compare_finite` takes it, non-finite elements counting 0. On an H100 the time
+    job's probes and spot checks (two comparisons a probe) held the device alone for 0.75 s a
+    candidate in all (run 71); a 512 M-element output's comparison read and wrote about 3 GB a
+    chunk of `CHUNK`, this about 1 GB."""
+    ends = []
+    for lo, hi in spans:
+        tc = t[lo:hi]
+        ends.append(torch.stack([*torch.aminmax(g[lo:hi] - tc), *torch.aminmax(tc),
+                                 *torch.aminmax(r[lo:hi] - tc)]))
+    rows = torch.stack(ends).tolist()
+    if not all(math.isfinite(x) for row in rows for x in row[:4]):
+        return None  # a non-finite difference or target: the general path decides
+    worst = max(max(-row[0], row[1]) for row in rows)
+    scale = max(max(-row[2], row[3]) for row in rows)
+    ref_err = 0.0
+    for (lo, hi), row in zip(spans, rows):
+        if math.isfinite(row[4]) and math.isfinite(row[5]):
+            ref_err = max(ref_err, -row[4], row[5])
+        else:
+            ref_err = max(ref_err, (r[lo:hi].to(torch.float64) - t[lo:hi]).abs_()
+                          .nan_to_num_(0.0, 0.0, 0.0).max().item())
+    value = tol.rtol * ref_err + tol.atol * scale + torch.finfo(dtype).tiny
+    return None if worst / value > 1 else Comparison(tolerance=tol)
 
 
 def _chunk(got: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -202,3 +202,54 @@ def test_a_large_outputs_comparison_takes_a_few_chunks_of_device_memory_not_floa
         extra = torch.cuda.max_memory_allocated() - base
         assert verdict.ok == ok and (ok or verdict.worst_index == [n - 5])
         assert extra <= 8 * tolerance.CHUNK * 8, f"{extra / 2**30:.2f} GiB beside the output"
+
+
+@pytest.mark.parametrize("case", ["honest", "one_off", "one_under", "later_chunk", "just_under", "just_over",
+                                  "reference_overflows", "overflow_and_one_off", "nan_got", "inf_target", "half"])
+def test_the_quick_pass_agrees_with_the_full_comparison(case, monkeypatch):
+    """Without figures under fp64-relative, a pass is decided from `aminmax` of `got - ref64` and
+    `ref - ref64` (tolerance._passes); it must pass exactly what the full comparison passes, at
+    the allowance's edge, where the float32 reference overflowed (its error counts 0 there) and
+    where anything is not finite (the full comparison decides)."""
+    from feedback.worker import tolerance
+
+    monkeypatch.setattr(tolerance, "CHUNK", 97)
+    ref64 = torch.tanh(torch.randn(37, 53, dtype=torch.float64)) * 3
+    dtype = torch.float16 if case == "half" else torch.float32
+    ref = ref64.to(dtype)
+    got = (ref64 + torch.randn_like(ref64) * 1e-6).to(dtype)
+    if case == "one_off":
+        got[5, 7] += 0.25
+    elif case == "one_under":
+        got[2, 2] -= 0.25
+    elif case == "later_chunk":
+        got[30, 40] += 0.5
+    elif case in ("just_under", "just_over"):  # float64 outputs: the error is exact
+        ref = ref64.clone()
+        scale, tol = ref64.abs().max().item(), tolerance_for("fp64-relative", torch.float64)
+        allowed = tol.atol * scale + torch.finfo(torch.float64).tiny
+        got = ref64.clone()
+        got[20, 20] += allowed * (1 - 1e-9 if case == "just_under" else 1 + 1e-9)
+    elif case in ("reference_overflows", "overflow_and_one_off"):
+        ref64[0, 0] = float(torch.finfo(torch.float32).max) * (1 + 1e-7)
+        ref = ref64.to(dtype)
+        got = ref.clone()
+        got[0, 0] = torch.finfo(torch.float32).max
+        if case == "overflow_and_one_off":  # over the allowance of 1e-5 x 3.4e38, not infinite
+            got[1, 1] = 1e35
+        assert torch.isinf(ref[0, 0]) and torch.isfinite(got).all()
+    elif case == "nan_got":
+        got[1, 2] = float("nan")
+    elif case == "inf_target":
+        ref64[3, 3], ref, got = float("inf"), ref64.to(dtype), ref64.to(dtype)
+    full = compare(got, ref, ref64, "fp64-relative")
+    quick = compare(got, ref, ref64, "fp64-relative", figures=False)
+    assert quick.ok == full.ok and quick.message == full.message
+    if case != "inf_target":  # the general path's own verdict (tested above), whatever it is
+        assert full.ok == (case in ("honest", "just_under", "reference_overflows", "half"))
+    if case not in ("nan_got", "inf_target"):  # finite: decided by the quick pass itself
+        tol = tolerance_for("fp64-relative", ref.dtype)
+        decided = tolerance._passes(got.reshape(-1), ref64.reshape(-1), ref.reshape(-1),
+                                    [(lo, min(lo + 97, got.numel())) for lo in range(0, got.numel(), 97)],
+                                    tol, ref.dtype)
+        assert (decided is not None) == full.ok
