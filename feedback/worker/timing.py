@@ -6,9 +6,9 @@ Protocol (issue 15; the rules and their reasons are in sampling.py, clocks.py, p
    back (`interval_ms`: 30 ms on a GPU, `max_calls_per_interval`, and the input memory; one for a
    program that leaves work on other streams, sampling.outlives_stream), then `SIZING_TRIALS`
    untimed samples of that many, whose time per call sets it again (more calls, never fewer;
-   fewer only for a host-bound program, sampling.sizing); then
-   untimed samples until their times are stable (`warmup_window`, or `warmup_s`). A window shorter than half
-   `interval_ms` also measures its wake-up allowance after trusted waits (`_WaitedWakes`).
+   fewer only for a host-bound program, sampling.sizing); then untimed samples until their times
+   are stable (`warmup_window`, or `warmup_s`). A window shorter than half `interval_ms` also
+   measures its wake-up allowance after trusted waits (`_WaitedWakes`).
 3. Timed samples alternate between two passes, A and B, each with input buffers of its own; at
    least `timing_trials` samples, more until the median's relative standard error is at most
    `timing_se` (or `timing_max_trials`, or `timing_budget_s`). The result's noise compares the two
@@ -302,7 +302,8 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
     for _ in range(WAITED_WAKES_AHEAD):
         wakes.measure()
     settling, start = [], perf_counter()
-    while opts.warmup and not sampling.warmed_up(settling, opts.warmup_window) and perf_counter() - start < opts.warmup_s:
+    while (opts.warmup and not sampling.warmed_up(settling, opts.warmup_window)
+           and perf_counter() - start < opts.warmup_s):
         settling.append(sampler.sample((a, b)[len(settling) % 2], calls, timed=False))
 
     times: tuple[list[float], list[float]] = ([], [])
