@@ -204,16 +204,29 @@ def test_a_large_outputs_comparison_takes_a_few_chunks_of_device_memory_not_floa
         assert extra <= 8 * tolerance.CHUNK * 8, f"{extra / 2**30:.2f} GiB beside the output"
 
 
-@pytest.mark.parametrize("case", ["honest", "one_off", "one_under", "later_chunk", "just_under", "just_over",
-                                  "reference_overflows", "overflow_and_one_off", "nan_got", "inf_target", "half"])
-def test_the_quick_pass_agrees_with_the_full_comparison(case, monkeypatch):
+CUDA = pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.timing, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU")])
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+@pytest.mark.parametrize("case", ["honest", "one_off", "one_under", "later_chunk", "just_under",
+                                  "just_over", "reference_overflows", "overflow_and_one_off",
+                                  "nan_got", "inf_target", "half"])
+def test_the_quick_pass_agrees_with_the_full_comparison(case, device, monkeypatch):
     """Without figures under fp64-relative, a pass is decided from `aminmax` of `got - ref64` and
     `ref - ref64` (tolerance._passes); it must pass exactly what the full comparison passes, at
     the allowance's edge, where the float32 reference overflowed (its error counts 0 there) and
-    where anything is not finite (the full comparison decides)."""
+    where anything is not finite (the full comparison decides); on the GPU as on the CPU."""
     from feedback.worker import tolerance
 
     monkeypatch.setattr(tolerance, "CHUNK", 97)
+    with torch.device(device):
+        _quick_pass_case(case)
+
+
+def _quick_pass_case(case: str) -> None:
+    from feedback.worker import tolerance
+
     ref64 = torch.tanh(torch.randn(37, 53, dtype=torch.float64)) * 3
     dtype = torch.float16 if case == "half" else torch.float32
     ref = ref64.to(dtype)
