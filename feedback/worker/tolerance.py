@@ -206,9 +206,7 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
     kept, checked = None, []
     for lo, hi in spans:
         err, target_abs = _chunk(g[lo:hi], t[lo:hi])
-        ref_err = (err.new_zeros(()) if not fp64_relative else
-                   (r[lo:hi].to(torch.float64) - t[lo:hi].to(torch.float64)).abs_()
-                   .nan_to_num_(0.0, 0.0, 0.0).max())
+        ref_err = err.new_zeros(()) if not fp64_relative else _ref_err(r[lo:hi], t[lo:hi])
         checked.append(torch.stack([torch.isfinite(err).all().to(torch.float64),
                                     target_abs.max(), ref_err, err.max()]))
         if len(spans) == 1:  # else made again for the figures: one chunk's arrays at a time
@@ -282,10 +280,16 @@ def _passes(g: torch.Tensor, t: torch.Tensor, r: torch.Tensor, spans: list[tuple
         if math.isfinite(row[4]) and math.isfinite(row[5]):
             ref_err = max(ref_err, -row[4], row[5])
         else:
-            ref_err = max(ref_err, (r[lo:hi].to(torch.float64) - t[lo:hi]).abs_()
-                          .nan_to_num_(0.0, 0.0, 0.0).max().item())
+            ref_err = max(ref_err, _ref_err(r[lo:hi], t[lo:hi]).item())
     value = tol.rtol * ref_err + tol.atol * scale + torch.finfo(dtype).tiny
     return None if worst / value > 1 else Comparison(tolerance=tol)
+
+
+def _ref_err(ref: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """A chunk's max |ref - target| in float64, non-finite elements counting 0: the reference's
+    own error E of fp64-relative."""
+    diff = ref.to(torch.float64) - target.to(torch.float64)
+    return diff.abs_().nan_to_num_(0.0, 0.0, 0.0).max()
 
 
 def _chunk(got: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
