@@ -218,7 +218,7 @@ def _compare_finite(path: str, got: torch.Tensor, target: torch.Tensor, ref: tor
     scale = max(row[1] for row in checked)
     if fp64_relative:  # one allowance everywhere: a scalar, not an output-sized array
         ref_err = max(row[2] for row in checked)
-        value = tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny
+        value = _allowance(tol, ref_err, scale, ref.dtype)
         if not figures:  # rounding is monotonic: max(err / a) > 1 exactly when max(err) / a > 1
             over = max(row[3] for row in checked) / value > 1
             return None if over else Comparison(tolerance=tol)
@@ -281,8 +281,14 @@ def _passes(g: torch.Tensor, t: torch.Tensor, r: torch.Tensor, spans: list[tuple
             ref_err = max(ref_err, -row[4], row[5])
         else:
             ref_err = max(ref_err, _ref_err(r[lo:hi], t[lo:hi]).item())
-    value = tol.rtol * ref_err + tol.atol * scale + torch.finfo(dtype).tiny
+    value = _allowance(tol, ref_err, scale, dtype)
     return None if worst / value > 1 else Comparison(tolerance=tol)
+
+
+def _allowance(tol: Tolerance, ref_err: float, scale: float, dtype: torch.dtype) -> float:
+    """fp64-relative's one allowance for every element: rtol x the reference's own error, atol x
+    the largest |target|, and the dtype's smallest normal so that an exact zero passes."""
+    return tol.rtol * ref_err + tol.atol * scale + torch.finfo(dtype).tiny
 
 
 def _ref_err(ref: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -353,7 +359,7 @@ def _compare_general(path: str, value: torch.Tensor, target: torch.Tensor, ref: 
     err = (value - target).abs()
     if policy == "fp64-relative":
         ref_err = (ref.to(torch.float64)[finite] - target).abs().nan_to_num(0.0, 0.0, 0.0).max().item()
-        allowed = torch.full_like(err, tol.rtol * ref_err + tol.atol * scale + torch.finfo(ref.dtype).tiny)
+        allowed = torch.full_like(err, _allowance(tol, ref_err, scale, ref.dtype))
     else:
         allowed = tol.atol + tol.rtol * target.abs()
     rel = err / (target.abs() + torch.finfo(ref.dtype).eps * scale + torch.finfo(ref.dtype).tiny)
