@@ -6,8 +6,9 @@ running. Under pytest-xdist the controller receives every worker's reports, so o
 
 With `KERNEL_REFINE_JOBLOG=FILE` as well, every evaluator job that a test starts (in whichever
 process runs the test) appends one line: its kind and role, the seconds it waited for the device
-lock and the seconds it then held it, when it began (Unix time: a timeline of the device), and the
-test: where a GPU suite's time goes (`jobs`).
+lock and the seconds it then held it, when it began (Unix time: a timeline of the device), the
+seconds it waited for a worker started ahead of it (`standby_s`: `ready`, its imports; `context`,
+its CUDA context) and the test: where a GPU suite's time goes (`jobs`).
 """
 
 from __future__ import annotations
@@ -38,8 +39,23 @@ def trace_jobs(path: str) -> None:
     here = threading.local()
     launch, locked = job.launch, job.locked
 
+    def traced_wait(name, method):
+        """A standby worker's wait (`_Standby.wait_ready`, `make_context`), timed into the row."""
+        def wait(self, *args, **kwargs):
+            asked = time.monotonic()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                waits = getattr(here, "standby", None)
+                if waits is not None:
+                    waits[name] = round(waits.get(name, 0.0) + time.monotonic() - asked, 3)
+        return wait
+
+    job._Standby.wait_ready = traced_wait("ready", job._Standby.wait_ready)
+    job._Standby.make_context = traced_wait("context", job._Standby.make_context)
+
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
-        here.wait, here.held, here.holds = None, None, []
+        here.wait, here.held, here.holds, here.standby = None, None, [], {}
         start, began, run = time.monotonic(), time.time(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)
@@ -47,7 +63,7 @@ def trace_jobs(path: str) -> None:
         finally:
             row = {"kind": kind, "role": role, "problem": problem.id, "began": round(began, 2),
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
-                   "held_s": here.held, "holds": here.holds,
+                   "held_s": here.held, "holds": here.holds, "standby_s": here.standby,
                    "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                    "phases": run.report.phases if run is not None else {}}
             with open(path, "a") as log:

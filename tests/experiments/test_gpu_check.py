@@ -11,6 +11,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from experiments.bench import gpu_check, testlog
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,6 +98,16 @@ def test_one_job(tmp_path):
     launch("correct", relu, "cpp", EvalOptions(size="small", cache_dir=tmp_path), candidate=None,
            extensions_dir=tmp_path / "ext", arch=None, gpu_index=None, timeout_s=60,
            device_lock=tmp_path / "dev.lock")
+
+def test_two_jobs_the_second_on_a_worker_started_ahead(tmp_path):
+    from feedback.job import standby_workers
+
+    relu = select("suite:level1/19").problems[0]
+    with standby_workers(cpu=True):
+        for _ in range(2):
+            launch("correct", relu, "cpp", EvalOptions(size="small", cache_dir=tmp_path),
+                   candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=None,
+                   timeout_s=60, device_lock=tmp_path / "dev.lock")
 '''
 
 
@@ -110,13 +122,19 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]
-    (row,) = [json.loads(line) for line in joblog.read_text().splitlines()]
+    rows = [json.loads(line) for line in joblog.read_text().splitlines()]
+    (row,) = [r for r in rows if "test_one_job" in r["test"]]
     assert row["kind"] == "correct" and row["problem"] == "level1/19_relu"
+    assert row["standby_s"] == {}  # no worker started ahead: nothing waited for
+    first, second = [r for r in rows if "test_two_jobs" in r["test"]]
+    assert first["standby_s"] == {}  # the block's first job starts its own worker
+    assert set(second["standby_s"]) == {"ready"} and second["standby_s"]["ready"] >= 0
     assert "test_one_job" in row["test"] and row["held_s"] > 0 and row["wait_s"] >= 0
     assert row["seconds"] >= row["held_s"]
     assert [shared for _, _, shared in row["holds"]] == [True]  # a correctness job shares it
     stats = testlog.jobs(joblog)["correct/candidate"]
-    assert stats["jobs"] == 1 and stats["held_s"] == round(row["held_s"], 1)
+    assert stats["jobs"] == 3
+    assert stats["held_s"] == pytest.approx(sum(r["held_s"] for r in rows), abs=0.1)
     # the worker's own account (no candidate: the job fails in its first trial)
     top = {k for k in row["phases"] if "/" not in k}
     assert top == {"start", "configure", "prepare", "trials", "environment", "other"}
