@@ -137,29 +137,73 @@ def device_timeline(rows: list[dict]) -> dict[str, float | None]:
     return {"span_s": round(end - start, 1), "busy_s": round(total, 1),
             "alone_s": round(alone, 1) if alone is not None else None,
             "shared_only_s": round(total - alone, 1) if alone is not None else None,
+            "shared_by_holders_s": _shared_levels(holds) if known else None,
             "first_build_s": round(cut - start, 1),
             "idle_before_first_build_s": round(idle_before, 1), "idle_after_s": round(idle_after, 1)}
 
 
+def _shared_levels(holds: list[list]) -> dict[str, float]:
+    """Seconds in which the device was held only shared, by how many jobs held it: where one
+    correctness job runs by itself while a timing waits to have the device alone, the device
+    does one job's work."""
+    edges = sorted((t, step, shared) for lo, hi, shared in holds
+                   for t, step in ((lo, 1), (hi, -1)))
+    levels: dict[str, float] = {}
+    count = {True: 0, False: 0}
+    last = edges[0][0] if edges else 0.0
+    for t, step, shared in edges:
+        if count[True] and not count[False]:
+            key = str(count[True])
+            levels[key] = levels.get(key, 0.0) + t - last
+        count[shared] += step
+        last = t
+    return {k: round(v, 1) for k, v in sorted(levels.items(), key=lambda kv: int(kv[0]))}
+
+
 def jobs(path) -> dict[str, dict]:
-    """Per job kind and role: count, seconds, seconds waiting for the device lock, held, and the
-    worker's own phases (WorkerReport.phases), summed."""
-    out: dict[str, dict] = {}
+    """`job_stats` of a job-log file ({} when there is none)."""
     try:
         lines = Path(path).read_text().splitlines()
     except FileNotFoundError:
-        return out
-    for line in lines:
-        row = json.loads(line)
+        return {}
+    return job_stats([json.loads(line) for line in lines])
+
+
+def job_stats(rows: list[dict]) -> dict[str, dict]:
+    """Per job kind and role: count, seconds, seconds waiting for the device lock, held (of them
+    alone and shared, where the log says), waiting for a worker started ahead (`standby_s`), and
+    the worker's own phases (WorkerReport.phases), summed."""
+    out: dict[str, dict] = {}
+    for row in rows:
         stats = out.setdefault(f"{row['kind']}/{row['role']}",
                                {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0,
-                                "phases": {}})
+                                "alone_s": 0.0, "shared_s": 0.0, "standby_s": {}, "phases": {}})
         stats["jobs"] += 1
         for key in ("seconds", "wait_s", "held_s"):
             stats[key] = round(stats[key] + (row.get(key) or 0.0), 1)
-        for phase, seconds in (row.get("phases") or {}).items():
-            stats["phases"][phase] = round(stats["phases"].get(phase, 0.0) + seconds, 1)
+        for lo, hi, shared in row.get("holds") or []:
+            key = "shared_s" if shared else "alone_s"
+            stats[key] = round(stats[key] + hi - lo, 2)
+        for part in ("standby_s", "phases"):
+            for name, seconds in (row.get(part) or {}).items():
+                stats[part][name] = round(stats[part].get(name, 0.0) + seconds, 2)
     return out
+
+
+def per_job(stats: dict[str, dict], top: int = 6) -> list[str]:
+    """One line per job kind and role of `job_stats`: the seconds of an average job held alone
+    and shared, waited for its worker, and its `top` longest phases (the waits for the device,
+    `handoff` and `shared_wait`, left out: the holds say what the device did)."""
+    lines = []
+    for name, s in sorted(stats.items()):
+        n = s["jobs"]
+        phases = sorted(((v / n, k) for k, v in s["phases"].items()
+                         if k not in ("handoff", "shared_wait", "other")), reverse=True)[:top]
+        waits = ", ".join(f"{k} {v / n:.2f}" for k, v in sorted(s["standby_s"].items()))
+        lines.append(f"{name} ({n} jobs): alone {s['alone_s'] / n:.2f} s, shared "
+                     f"{s['shared_s'] / n:.2f} s, worker {waits or '-'}; "
+                     + ", ".join(f"{k} {v:.2f}" for v, k in phases))
+    return lines
 
 
 def _write(row: dict) -> None:

@@ -29,8 +29,9 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
   `ray.init` is timed apart (`ray_init_s`), the stage actors' start is inside the wall time.
 Reported: candidates/hour (candidates / arm wall time), seconds per stage, and whether the ray
 arm gave the framework arm's verdicts; for a local framework arm also where the device's seconds
-went (`device`: held alone, held shared only, idle before and after the first build finished;
-testlog.device_timeline, from the job log `<out>.joblog.jsonl`). `--record FILE` writes the
+went (`device`: held alone, held shared only and by how many jobs, idle before and after the
+first build finished; `jobs`: per job kind, its holds, waits for its worker and phases;
+testlog.device_timeline and job_stats, from the job log `<out>.joblog.jsonl`), printed too. `--record FILE` writes the
 issue-13 summary (`summary()`:
 date, device, candidates, problems, per-hour figures of the three arms, median build seconds,
 device seconds per candidate), also at the top level of `--out`. `--short` = the first `SHORT`
@@ -165,10 +166,12 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
     ninja = [fastbuild_nvcc.nvcc_line(str(p)) for p in cache.glob("ext/*/*/build.ninja")]
     if executor == "local":  # Ray's jobs run in its actors' processes, out of this job log
-        from experiments.bench.testlog import device_timeline
+        from experiments.bench.testlog import device_timeline, job_stats
 
         logged = [json.loads(line) for line in Path(args.joblog).read_text().splitlines()]
-        extra["device"] = device_timeline([r for r in logged if r["began"] >= began])
+        mine = [r for r in logged if r["began"] >= began]
+        extra["device"] = device_timeline(mine)
+        extra["jobs"] = job_stats(mine)
         extra["device_busy_s"] = extra["device"].get("busy_s", 0.0)
     return {"wall_s": round(wall, 1), "pch_setup_s": round(setup, 1), **extra, "rows": rows,
             "builds_with_pch": sum(bool(d.get("pch")) for d in decisions),

@@ -73,11 +73,30 @@ def markdown(result: dict) -> str:
         lines.append(f"\nframework: PCH set-up before the run (once per flag set) "
                      f"{fw['pch_setup_s']} s; builds that used a PCH: {fw['builds_with_pch']} "
                      f"of {fw['builds_seen']}")
+    for arm in ("framework", "baselined"):
+        lines += _device_lines(arm, result.get(arm) or {})
     differ = differing_verdicts(result)
     if differ is not None:
         lines.append(f"ray arm: ray.init {result['ray'].get('ray_init_s')} s (not in its wall time); "
                      f"verdicts {'as the framework arm' if not differ else 'DIFFER: ' + '; '.join(differ)}")
     return "\n".join(lines)
+
+
+def _device_lines(arm: str, data: dict) -> list[str]:
+    """Where a local arm's device seconds went (its job log): the timeline, how many jobs held
+    it when it was held only shared, and an average job of each kind."""
+    from experiments.bench.testlog import per_job
+
+    device = data.get("device")
+    if not device:
+        return []
+    lines = [f"\n{arm} device: " + ", ".join(f"{k} {v}" for k, v in device.items()
+                                             if not isinstance(v, dict))]
+    if device.get("shared_by_holders_s"):
+        lines.append(f"{arm} device held only shared, seconds by jobs holding it: "
+                     + ", ".join(f"{k}: {v}" for k, v in device["shared_by_holders_s"].items()))
+    lines += [f"- {line}" for line in per_job(data.get("jobs") or {})]
+    return lines
 
 
 def merge(results: list[dict]) -> dict:
