@@ -31,12 +31,12 @@ Reported: candidates/hour (candidates / arm wall time), seconds per stage, and w
 arm gave the framework arm's verdicts; for a local framework arm also where the device's seconds
 went (`device`: held alone, held shared only and by how many jobs, idle before and after the
 first build finished; `jobs`: per job kind, its holds, waits for its worker and phases;
-testlog.device_timeline and job_stats, from the job log `<out>.joblog.jsonl`), printed too. `--record FILE` writes the
-issue-13 summary (`summary()`:
-date, device, candidates, problems, per-hour figures of the three arms, median build seconds,
-device seconds per candidate), also at the top level of `--out`. `--short` = the first `SHORT`
-candidates of distinct problems, no torch.compile baseline, framework and stock arms unless
-`--arms` says otherwise (`make gpu-check`). `--merge A.json B.json` combines the arms of separate
+testlog.device_timeline and job_stats, from the job log `<out>.joblog.jsonl`), printed too.
+`--record FILE` writes the issue-13 summary (`summary()`: date, device, candidates, problems,
+per-hour figures of the three arms, median build seconds, device seconds per candidate), also at
+the top level of `--out`. `--short` = the first `SHORT` candidates of distinct problems, no
+torch.compile baseline, framework and stock arms unless `--arms` says otherwise
+(`make gpu-check`). `--merge A.json B.json` combines the arms of separate
 calls on the same candidates (one arm per call where a call may not last a whole run).
 """
 
