@@ -8,7 +8,9 @@ With `KERNEL_REFINE_JOBLOG=FILE` as well, every evaluator job that a test starts
 process runs the test) appends one line: its kind and role, the seconds it waited for the device
 lock and the seconds it then held it, when it began (Unix time: a timeline of the device), the
 seconds it waited for a worker started ahead of it (`standby_s`: `ready`, its imports; `context`,
-its CUDA context) and the test: where a GPU suite's time goes (`jobs`).
+its CUDA context), the seconds from its worker's report to the parent's reading of it (`exit_s`:
+the worker's exit and reaping, inside the hold) and the test: where a GPU suite's time goes
+(`jobs`).
 """
 
 from __future__ import annotations
@@ -53,9 +55,21 @@ def trace_jobs(path: str) -> None:
 
     job._Standby.wait_ready = traced_wait("ready", job._Standby.wait_ready)
     job._Standby.make_context = traced_wait("context", job._Standby.make_context)
+    judge = job._judge
+
+    def traced_judge(worker_job, outcome, report_file, *args, **kwargs):
+        """From the report's last write (the file's modification time) to now: the worker's
+        exit and its reaping, which the device's hold waits for."""
+        with contextlib.suppress(OSError):
+            info = os.fstat(report_file.fileno())
+            if info.st_size:
+                here.exit_s = round(max(time.time() - info.st_mtime, 0.0), 3)
+        return judge(worker_job, outcome, report_file, *args, **kwargs)
+
+    job._judge = traced_judge
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
-        here.wait, here.held, here.holds, here.standby = None, None, [], {}
+        here.wait, here.held, here.holds, here.standby, here.exit_s = None, None, [], {}, None
         start, began, run = time.monotonic(), time.time(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)
@@ -64,6 +78,7 @@ def trace_jobs(path: str) -> None:
             row = {"kind": kind, "role": role, "problem": problem.id, "began": round(began, 2),
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
                    "held_s": here.held, "holds": here.holds, "standby_s": here.standby,
+                   "exit_s": here.exit_s,
                    "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                    "phases": run.report.phases if run is not None else {}}
             with open(path, "a") as log:
@@ -171,16 +186,17 @@ def jobs(path) -> dict[str, dict]:
 
 def job_stats(rows: list[dict]) -> dict[str, dict]:
     """Per job kind and role: count, seconds, seconds waiting for the device lock, held (of them
-    alone and shared, where the log says), waiting for a worker started ahead (`standby_s`), and
-    the worker's own phases (WorkerReport.phases), summed."""
+    alone and shared, where the log says), waiting for a worker started ahead (`standby_s`), from
+    its report to its reaping (`exit_s`), and the worker's own phases (WorkerReport.phases), summed."""
     out: dict[str, dict] = {}
     for row in rows:
         stats = out.setdefault(f"{row['kind']}/{row['role']}",
                                {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0,
                                 "alone_s": 0.0, "shared_s": 0.0, "standby_s": {}, "phases": {}})
         stats["jobs"] += 1
-        for key in ("seconds", "wait_s", "held_s"):
-            stats[key] = round(stats[key] + (row.get(key) or 0.0), 1)
+        for key in ("seconds", "wait_s", "held_s", "exit_s"):
+            if key in stats or row.get(key) is not None:  # `exit_s` only in logs that have it
+                stats[key] = round(stats.get(key, 0.0) + (row.get(key) or 0.0), 1)
         for lo, hi, shared in row.get("holds") or []:
             key = "shared_s" if shared else "alone_s"
             stats[key] = round(stats[key] + hi - lo, 2)
@@ -192,16 +208,18 @@ def job_stats(rows: list[dict]) -> dict[str, dict]:
 
 def per_job(stats: dict[str, dict], top: int = 6) -> list[str]:
     """One line per job kind and role of `job_stats`: the seconds of an average job held alone
-    and shared, waited for its worker, and its `top` longest phases (the waits for the device,
-    `handoff` and `shared_wait`, left out: the holds say what the device did)."""
+    and shared, waited for its worker, from its report to its reaping (where logged), and its
+    `top` longest phases (the waits for the device, `handoff` and `shared_wait`, left out: the
+    holds say what the device did)."""
     lines = []
     for name, s in sorted(stats.items()):
         n = s["jobs"]
         phases = sorted(((v / n, k) for k, v in s["phases"].items()
                          if k not in ("handoff", "shared_wait", "other")), reverse=True)[:top]
         waits = ", ".join(f"{k} {v / n:.2f}" for k, v in sorted(s["standby_s"].items()))
+        exit_s = f", exit {s['exit_s'] / n:.2f} s" if "exit_s" in s else ""
         lines.append(f"{name} ({n} jobs): alone {s['alone_s'] / n:.2f} s, shared "
-                     f"{s['shared_s'] / n:.2f} s, worker {waits or '-'}; "
+                     f"{s['shared_s'] / n:.2f} s, worker {waits or '-'}{exit_s}; "
                      + ", ".join(f"{k} {v:.2f}" for v, k in phases))
     return lines
 

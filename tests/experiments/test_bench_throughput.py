@@ -208,13 +208,14 @@ def test_the_device_timeline_splits_held_seconds_into_alone_and_shared_and_idle_
         "idle_after_s": 10.0 - 4.0 - 4.0}
     stats = job_stats([{**r, "role": r.get("role", "candidate"),
                         "standby_s": {"ready": 0.5} if r["kind"] == "correct" else {},
+                        "exit_s": 0.25 if r["kind"] == "correct" else None,
                         "phases": {"trials": 1.0, "handoff": 9.0}} for r in rows])
     assert (stats["time/eager"]["alone_s"], stats["time/eager"]["shared_s"]) == (2.0, 1.0)
     assert (stats["correct/candidate"]["shared_s"], stats["correct/candidate"]["standby_s"]) == (
         7.0, {"ready": 1.0})
     (line,) = [x for x in per_job(stats) if x.startswith("correct/candidate")]
-    assert line == ("correct/candidate (2 jobs): alone 0.00 s, shared 3.50 s, worker ready 0.50; "
-                    "trials 1.00")  # a job's average; the waits for the device left out
+    assert line == ("correct/candidate (2 jobs): alone 0.00 s, shared 3.50 s, worker ready 0.50, "
+                    "exit 0.25 s; trials 1.00")  # a job's average; the waits for the device left out
     rows[-1].pop("holds")  # a log from before holds said whether they were shared
     assert device_timeline(rows)["alone_s"] is None
     assert device_timeline(rows)["shared_by_holders_s"] is None

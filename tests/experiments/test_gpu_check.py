@@ -132,9 +132,12 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert "test_one_job" in row["test"] and row["held_s"] > 0 and row["wait_s"] >= 0
     assert row["seconds"] >= row["held_s"]
     assert [shared for _, _, shared in row["holds"]] == [True]  # a correctness job shares it
+    # from the worker's report to the parent's reading it: inside the job's hold
+    assert all(0 <= r["exit_s"] <= r["held_s"] + 0.01 for r in rows)
     stats = testlog.jobs(joblog)["correct/candidate"]
     assert stats["jobs"] == 3
     assert stats["held_s"] == pytest.approx(sum(r["held_s"] for r in rows), abs=0.1)
+    assert stats["exit_s"] == pytest.approx(sum(r["exit_s"] for r in rows), abs=0.1)
     # the worker's own account (no candidate: the job fails in its first trial)
     top = {k for k in row["phases"] if "/" not in k}
     assert top == {"start", "configure", "prepare", "trials", "environment", "other"}
