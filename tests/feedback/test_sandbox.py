@@ -91,6 +91,30 @@ def test_resident_memory_is_polled_when_the_address_space_is_not_limited(tmp_pat
     assert out.memory_exceeded and not out.ok and "memory" in out.describe(memory_mb=200)
 
 
+def test_resident_memory_of_what_the_child_started_counts_too(tmp_path):
+    # the session's processes come from one scan of /proc that all waiting threads share
+    grandchild = "import time; x = bytearray(400 * 1024 * 1024); time.sleep(20)"
+    out = run_py(tmp_path, f"import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                           f"'-c', {grandchild!r}]); time.sleep(20)", memory_mb=200, gpu=True)
+    assert out.memory_exceeded and out.wall_s < 20
+
+
+def test_threads_that_wait_on_children_share_one_scan_of_the_process_table(monkeypatch):
+    from feedback import sandbox
+
+    scans, now = [], [100.0]
+    real = sandbox.process_table
+    monkeypatch.setattr(sandbox, "process_table", lambda: scans.append(now[0]) or real())
+    monkeypatch.setattr(sandbox.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(sandbox, "_SESSIONS", (float("-inf"), {}))
+    tables = [sandbox._recent_sessions() for _ in range(16)]  # 16 waiters' checks at one moment
+    assert scans == [100.0] and all(t is tables[0] for t in tables)
+    assert os.getpid() in tables[0][os.getsid(0)]  # this process, in its own session
+    now[0] += sandbox.POLL_S  # one poll later: scanned anew
+    sandbox._recent_sessions()
+    assert scans == [100.0, 100.0 + sandbox.POLL_S]
+
+
 def test_output_flood_is_bounded(tmp_path):
     out = run_py(tmp_path, "import sys\nwhile True: sys.stdout.write('x' * 65536)",
                  max_output_bytes=2 * 1024 * 1024, tail_bytes=4096)
