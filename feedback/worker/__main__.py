@@ -3,8 +3,7 @@
 With `--channel FD` the job arrives on stdin and the report leaves through descriptor FD as frames
 (feedback/worker/channel.py): a hello echoing the nonce, written before anything of the candidate
 runs, after which the nonce is erased; then the report. `--standby SIGNAL_FD GO_FD`: import torch
-and the worker first, say so on SIGNAL_FD (and make the CUDA context and start the profiler once
-when asked on GO_FD), then wait for the job (the parent starts such a worker
+and the worker first, say so on SIGNAL_FD (and make the CUDA context when asked on GO_FD), then wait for the job (the parent starts such a worker
 ahead of its job and asks for the device once it is ready: feedback/job.py, `standby_workers`);
 a reference's time job uses both pipes once more (feedback/worker/handoff.py), any other job
 closes them first. With a JOB.json path (tests, debugging)
@@ -18,7 +17,6 @@ and leftover non-daemon threads must neither rewrite the report nor hold the pro
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -108,20 +106,16 @@ def _import_ahead(signal_fd: int) -> None:
 
 def _context_if_asked(signal_fd: int, go_fd: int) -> None:
     """Before its job: when the parent asks (CONTEXT on `go_fd`; it asks for a GPU job, then
-    waits), make the CUDA context, start the profiler once (ops.warm_profiler) and say so on
-    `signal_fd`: the parent asks for the device only after that. A job that arrives on stdin
-    first was never going to ask."""
+    waits), make the CUDA context and say so on `signal_fd`. A job that arrives on stdin first
+    was never going to ask."""
     import select
 
     from feedback.job import CONTEXT
     from feedback.worker.devices import make_context
-    from feedback.worker.ops import warm_profiler
 
     try:
         if go_fd in select.select([0, go_fd], [], [])[0] and os.read(go_fd, 1) == CONTEXT:
             make_context()
-            with contextlib.suppress(Exception):  # the job's own first profile says what failed
-                warm_profiler()
             os.write(signal_fd, CONTEXT)
     except OSError:  # a parent that is gone: the job (or its absence) says the rest
         pass

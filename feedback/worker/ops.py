@@ -53,24 +53,6 @@ def op_names(fn: Callable[[], Any]) -> set[str]:
     return {e.name for e in prof.function_events if "::" in e.name}
 
 
-def warm_profiler() -> None:
-    """Start and stop torch's CPU profiler once, before a job (a standby worker, with its CUDA
-    context: __main__.py), so that the job's first profiled call (`op_names`, the trusted
-    operators' trial of every correctness and candidate time job, with the device held shared)
-    does not pay the profiler's start-up in the process. That trial took 0.37-0.57 s a job
-    whatever the problem's size on an H100 (runs 59-77; 0.45 s in run 77, for 65,536 elements of
-    each output), against 0.02 s for the same trial on the CPU machine."""
-    from torch.autograd.profiler import profile
-
-    with profile(use_device=None):
-        pass
-    WARMED.append(True)
-
-
-WARMED: list[bool] = []
-"""One entry per `warm_profiler` call in this process (for tests)."""
-
-
 def device_kernels(fn: Callable[[], Any]) -> list[str]:
     """Names of the device kernels `fn()` launched (CUDA): library kernels called without the
     dispatcher (cuBLAS, cuDNN from C++) show up here and nowhere else."""

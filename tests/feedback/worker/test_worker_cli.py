@@ -118,30 +118,3 @@ def test_a_compile_baselines_standby_imports_torch_compile_ahead(ahead):
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
                          check=False, timeout=300, env=env).stdout.strip().splitlines()[-1]
     assert out == str([bool(ahead)] * 2)
-
-
-def test_a_standby_asked_for_its_context_starts_the_profiler_once_before_it_answers():
-    """The CONTEXT step of a standby worker (`__main__._context_if_asked`) makes the context and
-    starts the profiler once (ops.warm_profiler), before it answers the parent: the job's first
-    profiled call then finds it started. Asked nothing (the job came first), it does neither."""
-    from feedback.job import CONTEXT
-    from feedback.worker import __main__ as entry
-    from feedback.worker import ops
-
-    warmed = len(ops.WARMED)
-    signal_r, signal_w = os.pipe()
-    go_r, go_w = os.pipe()
-    try:
-        os.write(go_w, CONTEXT)
-        entry._context_if_asked(signal_w, go_r)
-        assert os.read(signal_r, 1) == CONTEXT
-        assert len(ops.WARMED) == warmed + 1
-        os.write(go_w, b"x")  # not the parent's question: nothing is made, nothing answered
-        entry._context_if_asked(signal_w, go_r)
-        assert len(ops.WARMED) == warmed + 1
-        os.set_blocking(signal_r, False)
-        with pytest.raises(BlockingIOError):
-            os.read(signal_r, 1)
-    finally:
-        for fd in (signal_r, signal_w, go_r, go_w):
-            os.close(fd)
