@@ -192,11 +192,14 @@ def kill(pids: Sequence[int]) -> int:
     return killed
 
 
-def _session_pids(sid: int, running_only: bool = False) -> list[int]:
-    """Processes whose session is `sid`: the child and everything it started (unless setsid).
-    With `running_only`, zombies (dead, waiting to be reaped) are left out."""
-    return [pid for pid, fields in process_table() if len(fields) > 3 and int(fields[3]) == sid
-            and not (running_only and fields[0] in ("Z", "X"))]
+def _sessions() -> dict[int, list[int]]:
+    """Every session's running processes (zombies, dead and waiting to be reaped, left out), as
+    /proc shows them now."""
+    table: dict[int, list[int]] = {}
+    for pid, fields in process_table():
+        if len(fields) > 3 and fields[0] not in ("Z", "X"):
+            table.setdefault(int(fields[3]), []).append(pid)
+    return table
 
 
 def _tree_rss_mb(pids: Sequence[int]) -> float:
@@ -223,7 +226,7 @@ def _kill_tree(sid: int) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     deadline = time.monotonic() + KILL_WAIT_S
-    while pids := _session_pids(sid, running_only=True):
+    while pids := _sessions().get(sid, []):
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -342,19 +345,16 @@ _SESSIONS_LOCK = threading.Lock()
 
 
 def _recent_sessions() -> dict[int, list[int]]:
-    """Every session's processes, from a scan of /proc at most POLL_S / 2 old, one scan for all
-    of this process's threads. Each waiting thread scanned /proc itself every POLL_S: a batch
-    waits on 16-20 children at once (builds, device jobs, workers started ahead) among ~250
-    processes, and those scans held the parent's interpreter lock enough that a job's exit took
-    0.57-0.66 s to be seen, inside its hold of the device (H100, run 78), against 0.02 s here."""
+    """`_sessions` at most POLL_S / 2 old: one scan of /proc for all of this process's threads.
+    When each waiting thread scanned /proc itself every POLL_S (a batch waits on 16-20 children
+    at once: builds, device jobs, workers started ahead, among ~250 processes), the scans held
+    the parent's interpreter lock so much that a job's exit was seen 0.57-0.66 s late, inside
+    its hold of the device (H100, run 78; 0.19 s with this and `_exited`'s pidfd, run 79)."""
     global _SESSIONS
     with _SESSIONS_LOCK:
         taken, table = _SESSIONS
         if time.monotonic() - taken > POLL_S / 2:
-            table = {}
-            for pid, fields in process_table():
-                if len(fields) > 3 and fields[0] not in ("Z", "X"):
-                    table.setdefault(int(fields[3]), []).append(pid)
+            table = _sessions()
             _SESSIONS = (time.monotonic(), table)
         return table
 
