@@ -571,6 +571,8 @@ def render_markdown(summary: dict) -> str:
 
 
 def print_table(summary: dict) -> None:
+    from experiments.bench import testlog
+
     s = summary["sections"]
     print(f"\n{'test file':58s} {'passed':>6s} {'failed':>6s} {'seconds':>8s}")
     for name in TEST_SECTIONS:
@@ -587,11 +589,8 @@ def print_table(summary: dict) -> None:
             if s[name].get("kernel_log") is not None or any(
                     "crashed while running" in f["message"] for f in s[name].get("failures", [])):
                 print(f"  a worker crashed; the kernel's kill messages: {s[name].get('kernel_log')}")
-            for job, j in s[name].get("jobs", {}).items():
-                phases = ", ".join(f"{k} {v:.0f} s" for k, v in j.get("phases", {}).items())
-                print(f"  jobs {job:20s} {j['jobs']:4d}: {j['seconds']:7.1f} s "
-                      f"(waiting for the device {j['wait_s']:.1f} s, holding it {j['held_s']:.1f} s; "
-                      f"in the worker: {phases})")
+            for line in testlog.per_job(s[name].get("jobs", {})):
+                print(f"  jobs {line}")
     if "stability" in s:
         print(f"stability: max spread {s['stability'].get('max_spread_pct')}% "
               f"({s['stability']['status']})")

@@ -207,10 +207,10 @@ def job_stats(rows: list[dict]) -> dict[str, dict]:
 
 
 def per_job(stats: dict[str, dict], top: int = 6) -> list[str]:
-    """One line per job kind and role of `job_stats`: the seconds of an average job held alone
-    and shared, waited for its worker, from its report to its reaping (where logged), and its
-    `top` longest phases (the waits for the device, `handoff` and `shared_wait`, left out: the
-    holds say what the device did)."""
+    """One line per job kind and role of `job_stats`: the seconds of an average job waiting for
+    the device, holding it alone and shared, waiting for its worker, from its report to its
+    reaping (where logged), and its `top` longest phases (the waits for the device, `handoff` and
+    `shared_wait`, left out: the holds say what the device did)."""
     lines = []
     for name, s in sorted(stats.items()):
         n = s["jobs"]
@@ -218,7 +218,8 @@ def per_job(stats: dict[str, dict], top: int = 6) -> list[str]:
                          if k not in ("handoff", "shared_wait", "other")), reverse=True)[:top]
         waits = ", ".join(f"{k} {v / n:.2f}" for k, v in sorted(s["standby_s"].items()))
         exit_s = f", exit {s['exit_s'] / n:.2f} s" if "exit_s" in s else ""
-        lines.append(f"{name} ({n} jobs): alone {s['alone_s'] / n:.2f} s, shared "
+        lines.append(f"{name} ({n} jobs): waited {s['wait_s'] / n:.2f} s, alone "
+                     f"{s['alone_s'] / n:.2f} s, shared "
                      f"{s['shared_s'] / n:.2f} s, worker {waits or '-'}{exit_s}; "
                      + ", ".join(f"{k} {v:.2f}" for v, k in phases))
     return lines

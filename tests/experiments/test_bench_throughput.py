@@ -209,13 +209,14 @@ def test_the_device_timeline_splits_held_seconds_into_alone_and_shared_and_idle_
     stats = job_stats([{**r, "role": r.get("role", "candidate"),
                         "standby_s": {"ready": 0.5} if r["kind"] == "correct" else {},
                         "exit_s": 0.25 if r["kind"] == "correct" else None,
+                        "wait_s": 1.0 if r["kind"] == "correct" else 0.0,
                         "phases": {"trials": 1.0, "handoff": 9.0}} for r in rows])
     assert (stats["time/eager"]["alone_s"], stats["time/eager"]["shared_s"]) == (2.0, 1.0)
     assert (stats["correct/candidate"]["shared_s"], stats["correct/candidate"]["standby_s"]) == (
         7.0, {"ready": 1.0})
     (line,) = [x for x in per_job(stats) if x.startswith("correct/candidate")]
-    assert line == ("correct/candidate (2 jobs): alone 0.00 s, shared 3.50 s, worker ready 0.50, "
-                    "exit 0.25 s; trials 1.00")  # a job's average; the waits for the device left out
+    assert line == ("correct/candidate (2 jobs): waited 1.00 s, alone 0.00 s, shared 3.50 s, "
+                    "worker ready 0.50, exit 0.25 s; trials 1.00")  # a job's average; handoff left out
     rows[-1].pop("holds")  # a log from before holds said whether they were shared
     assert device_timeline(rows)["alone_s"] is None
     assert device_timeline(rows)["shared_by_holders_s"] is None
@@ -230,11 +231,11 @@ def test_the_report_says_where_a_local_arms_device_seconds_went(result):
                                      "shared_only_s": 6.0,
                                      "shared_by_holders_s": {"1": 4.0, "2": 2.0}}
     result["framework"]["jobs"] = {"time/candidate": {
-        "jobs": 2, "alone_s": 4.0, "shared_s": 1.0, "standby_s": {"context": 0.4},
+        "jobs": 2, "wait_s": 3.0, "alone_s": 4.0, "shared_s": 1.0, "standby_s": {"context": 0.4},
         "phases": {"windows": 1.0, "checks": 2.0, "handoff": 5.0}}}
     text = markdown(result)
     assert "framework device: span_s 20.0, busy_s 12.0, alone_s 6.0, shared_only_s 6.0" in text
     assert "seconds by jobs holding it: 1: 4.0, 2: 2.0" in text
-    assert ("- time/candidate (2 jobs): alone 2.00 s, shared 0.50 s, worker context 0.20; "
-            "checks 1.00, windows 0.50") in text
+    assert ("- time/candidate (2 jobs): waited 1.50 s, alone 2.00 s, shared 0.50 s, "
+            "worker context 0.20; checks 1.00, windows 0.50") in text
     assert "baselined device" not in text  # its fixture has no job log

@@ -111,7 +111,7 @@ def test_two_jobs_the_second_on_a_worker_started_ahead(tmp_path):
 '''
 
 
-def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_path):
+def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_path, capsys):
     (tmp_path / "test_job_sample.py").write_text(JOB_SAMPLE)
     log, joblog = tmp_path / "log.jsonl", tmp_path / "jobs.jsonl"
     env = {**os.environ, "KERNEL_REFINE_TESTLOG": str(log), "KERNEL_REFINE_JOBLOG": str(joblog),
@@ -138,6 +138,10 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert stats["jobs"] == 3
     assert stats["held_s"] == pytest.approx(sum(r["held_s"] for r in rows), abs=0.1)
     assert stats["exit_s"] == pytest.approx(sum(r["exit_s"] for r in rows), abs=0.1)
+    gpu_check.print_table({"sections": {"tests": {"status": "passed", "seconds": 1.0,
+                                                  "jobs": testlog.jobs(joblog)}}})
+    printed = capsys.readouterr().out
+    assert "  jobs correct/candidate (3 jobs): waited " in printed  # an average job, per kind
     # the worker's own account (no candidate: the job fails in its first trial)
     top = {k for k in row["phases"] if "/" not in k}
     assert top == {"start", "configure", "prepare", "trials", "environment", "other"}
