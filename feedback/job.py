@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import secrets
-import select
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from feedback.sandbox import (
     ChildOutcome,
     Started,
     over_memory,
+    readable,
     run_child,
     start_child,
     wait_child,
@@ -317,7 +317,7 @@ class _Standby:
             left = end - time.monotonic()
             if left <= 0:
                 return b""
-            if select.select([self.signal_fd], [], [], min(left, POLL_S))[0]:
+            if readable(self.signal_fd, min(left, POLL_S)):
                 try:
                     word = os.read(self.signal_fd, 1)
                 except OSError:

@@ -359,11 +359,19 @@ def _recent_sessions() -> dict[int, list[int]]:
         return table
 
 
+def readable(fd: int, timeout_s: float) -> bool:
+    """Whether `fd` has something to read (or its other end closed) within `timeout_s`: poll,
+    not select, which refuses a descriptor past 1023, and a busy parent may hold that many."""
+    waiter = select.poll()
+    waiter.register(fd, select.POLLIN)
+    return bool(waiter.poll(max(timeout_s, 0.0) * 1000))
+
+
 def _exited(proc: subprocess.Popen, timeout_s: float, pidfd: int | None) -> None:
     """Wait up to `timeout_s` for `proc` to end: on its pidfd (woken the moment it exits), else
     Popen's polling wait."""
     if pidfd is not None:
-        select.select([pidfd], [], [], timeout_s)
+        readable(pidfd, timeout_s)
         return
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=timeout_s)

@@ -19,6 +19,7 @@ from feedback.sandbox import (
     descendants,
     isolation_available,
     kill_descendants,
+    readable,
     run_child,
 )
 
@@ -113,6 +114,32 @@ def test_threads_that_wait_on_children_share_one_scan_of_the_process_table(monke
     now[0] += sandbox.POLL_S  # one poll later: scanned anew
     sandbox._recent_sessions()
     assert scans == [100.0, 100.0 + sandbox.POLL_S]
+
+
+def test_a_parent_holding_over_1024_descriptors_still_waits_for_its_child(tmp_path):
+    # a busy evaluator holds pipes and files of many workers: the wait on a child's pidfd must
+    # not be select()'s, which refuses a descriptor past 1023
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this machine allows {hard} open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        out = run_py(tmp_path, "import time; time.sleep(0.3)")
+        assert out.ok and out.wall_s < 10
+        r, w = os.pipe()  # what a standby worker's signal pipe is waited on with
+        held += [r, w]
+        assert r > 1023 and not readable(r, 0.01)
+        os.write(w, b"R")
+        assert readable(r, 1.0)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_output_flood_is_bounded(tmp_path):
