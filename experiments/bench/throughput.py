@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -51,6 +52,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from experiments.bench import cpuload
 from experiments.bench.child import run_build_child, run_stock_eval_child
 from experiments.bench.throughput_report import (
     ARMS,
@@ -147,6 +149,9 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
         evaluator = RayEvaluator(cache_dir=cache)
         extra["ray_init_s"] = round(time.monotonic() - start, 1)
         devices = [args.device] * evaluator.admission(args.backend).device_slots
+    arm = "baselined" if baselined else "framework" if executor == "local" else executor
+    cpu_log = args.out.with_suffix(f".{arm}.cpu.jsonl")
+    sampler = cpuload.start(cpu_log)
     start, began = time.monotonic(), time.time()
     results: list = [None] * len(items)
     try:
@@ -157,7 +162,9 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     finally:
         if evaluator is not None:
             evaluator.close()
+        cpuload.stop(sampler)
     wall = time.monotonic() - start
+    extra["cpu"] = cpuload.summary(cpuload.read(cpu_log), os.cpu_count())
     rows = [{"file": c["file"].name, "problem": c["problem"].stem, "status": r.status.value,
              "stage": r.stage, "stage_seconds": r.stage_seconds,
              "device": r.environment.device if r.environment else None,
@@ -274,8 +281,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, default=None,
                         help="also write the summary record here (e.g. docs/data/p2-h200.json)")
     args = parser.parse_args(argv)
-    import os
-
     args.device = args.device or ("cpu" if args.backend == "cpp" else "cuda:0")
     args.compile_workers = args.compile_workers or max(1, (os.cpu_count() or 2) // 2)
     arms = (args.arms or ("framework,stock" if args.short else ",".join(ARMS))).split(",")

@@ -83,15 +83,18 @@ def markdown(result: dict) -> str:
 
 
 def _device_lines(arm: str, data: dict) -> list[str]:
-    """Where a local arm's device seconds went (its job log): the timeline, how many jobs held
-    it when it was held only shared, and an average job of each kind."""
+    """Where a local arm's CPU seconds went (cpuload), and its device seconds (its job log): the
+    timeline, how many jobs held it when it was held only shared, and an average job of each
+    kind."""
+    from experiments.bench.cpuload import describe
     from experiments.bench.testlog import per_job
 
+    cpu = [f"\n{arm} {describe(data['cpu'])}"] if data.get("cpu", {}).get("span_s") else []
     device = data.get("device")
     if not device:
-        return []
-    lines = [f"\n{arm} device: " + ", ".join(f"{k} {v}" for k, v in device.items()
-                                             if not isinstance(v, dict))]
+        return cpu
+    lines = [*cpu, f"\n{arm} device: " + ", ".join(f"{k} {v}" for k, v in device.items()
+                                                   if not isinstance(v, dict))]
     if device.get("shared_by_holders_s"):
         lines.append(f"{arm} device held only shared, seconds by jobs holding it: "
                      + ", ".join(f"{k}: {v}" for k, v in device["shared_by_holders_s"].items()))
