@@ -55,6 +55,8 @@ class ChildOutcome(BaseModel):
     wall_s: float = Field(description="Wall time from start to the end of the child.")
     isolation: list[str] = Field(default_factory=list,
                                  description="Isolation layers that applied (`net`, `mounts`, `caps`).")
+    cpu_s: float | None = Field(default=None, description="CPU seconds (user and system) of the "
+                                "child and of the descendants it waited for; None where unknown.")
 
     @property
     def ok(self) -> bool:
@@ -294,14 +296,30 @@ class Started:
     def __init__(self, proc: subprocess.Popen, cwd: Path, layers: list[str]) -> None:
         self.proc, self.cwd, self.layers = proc, cwd, layers
         self.started = time.monotonic()
+        self.cpu_s: float | None = None
+
+    def poll(self, block: bool = False) -> int | None:
+        """The child's exit status (Popen's `returncode`) once it has ended, None before; the
+        child is reaped here with `os.wait4`, which also says its CPU time (`cpu_s`). `block`:
+        wait for its end."""
+        proc = self.proc
+        if proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: Popen's answer, without a CPU time
+                return proc.wait() if block else proc.poll()
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = round(usage.ru_utime + usage.ru_stime, 3)
+        return proc.returncode
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.poll() is None
 
     def kill(self) -> None:
         """End the child and everything it started (for a child never waited for)."""
         _kill_tree(self.proc.pid)
-        self.proc.wait()
+        self.poll(block=True)
 
 
 def start_child(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
@@ -395,7 +413,7 @@ def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None
     timed_out = memory_exceeded = False
     pidfd = _pidfd(sid)
     try:
-        while proc.poll() is None:
+        while child.poll() is None:
             if time.monotonic() - start > timeout_s:
                 timed_out = True
                 break
@@ -407,7 +425,7 @@ def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None
         if pidfd is not None:
             os.close(pidfd)
         _kill_tree(sid)  # also reaps grandchildren left behind by a child that exited
-        proc.wait()
+        child.poll(block=True)
     wall = time.monotonic() - start
     rc = proc.returncode
     sig = None
@@ -420,4 +438,4 @@ def wait_child(child: Started, *, timeout_s: float, memory_mb: int | None = None
                         memory_exceeded=memory_exceeded,
                         stdout_tail=read_tail(child.cwd / "stdout.txt", tail_bytes),
                         stderr_tail=read_tail(child.cwd / "stderr.txt", tail_bytes), wall_s=wall,
-                        isolation=child.layers)
+                        isolation=child.layers, cpu_s=child.cpu_s)

@@ -11,13 +11,16 @@ Kinds (`kind_of`): `build tools` (nvcc's chain, the host compiler, ninja: a cand
 them), `workers` (the evaluator's job processes: imports, CUDA contexts, the jobs' own work),
 `bench` (the process that started the sampler: the evaluator's parent) and `other`. A process that
 starts and ends between two scans is not seen; what the kinds miss of the machine's total is
-reported as `unattributed`.
+reported as `unattributed`. The workers' seconds are also split by thread (`worker_threads`):
+each worker's main thread, and its other threads by name (digits as `#`), where a thread pool
+spinning while it waits for work, or a driver's threads, would show.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,6 +83,7 @@ class Sampler:
         self.ticks: dict[tuple[int, int], int] = {}  # (pid, start time) -> ticks
         self.cmdlines: dict[tuple[int, int], str] = {}
         self.last = None
+        self.thread_ticks: dict[tuple[int, int, int], int] = {}  # (pid, tid, start) -> ticks
 
     def scan(self) -> tuple[float, int, dict[int, tuple[str, int, str]], dict[int, int]]:
         """The machine's busy ticks, each process's (comm, ppid, command line) and its ticks
@@ -104,19 +108,45 @@ class Sampler:
         self.ticks = ticks
         return time.time(), busy, procs, gained
 
+    def threads(self, pids: list[int]) -> dict[str, int]:
+        """Ticks the threads of `pids` gained since the last scan, by thread: `main`, or the
+        thread's name with digits as `#`."""
+        gained: dict[str, int] = {}
+        ticks = {}
+        for pid in pids:
+            try:
+                tids = [int(t) for t in os.listdir(self.proc / str(pid) / "task")]
+            except OSError:
+                continue
+            for tid in tids:
+                text = _read(f"{self.proc}/{pid}/task/{tid}/stat")
+                if text is None:
+                    continue
+                comm, _, used, started = parse_stat(text)
+                key = (pid, tid, started)
+                name = "main" if tid == pid else re.sub(r"\d+", "#", comm)
+                gained[name] = gained.get(name, 0) + used - self.thread_ticks.get(key, 0)
+                ticks[key] = used
+        self.thread_ticks = ticks
+        return gained
+
     def row(self) -> dict | None:
         """One scan as a row (busy cores since the last scan), or None for the first scan."""
         now, busy, procs, gained = self.scan()
+        kinds = {pid: kind_of(pid, procs, self.bench) for pid in gained}
+        threads = self.threads([pid for pid, kind in kinds.items() if kind == "workers"])
         last, self.last = self.last, (now, busy)
         if last is None:
             return None
         span = max(now - last[0], 1e-6)
         by = dict.fromkeys(KINDS, 0)
         for pid, ticks in gained.items():
-            by[kind_of(pid, procs, self.bench)] += ticks
+            by[kinds[pid]] += ticks
         return {"t": round(now, 3), "s": round(span, 3),
                 "cores": round((busy - last[1]) * TICK_S / span, 3),
-                "by": {k: round(v * TICK_S / span, 3) for k, v in by.items()}}
+                "by": {k: round(v * TICK_S / span, 3) for k, v in by.items()},
+                "worker_threads": {k: round(v * TICK_S / span, 3) for k, v in threads.items()
+                                   if v}}
 
 
 def summary(rows: list[dict], cores: int | None = None) -> dict:
@@ -125,9 +155,15 @@ def summary(rows: list[dict], cores: int | None = None) -> dict:
     seconds = {k: round(sum(r["by"].get(k, 0) * r["s"] for r in rows), 1) for k in KINDS}
     machine = round(sum(r["cores"] * r["s"] for r in rows), 1)
     span = sum(r["s"] for r in rows)
+    threads: dict[str, float] = {}
+    for r in rows:
+        for name, busy in (r.get("worker_threads") or {}).items():
+            threads[name] = threads.get(name, 0.0) + busy * r["s"]
     out = {"span_s": round(span, 1), "machine_cpu_s": machine,
            "mean_busy_cores": round(machine / span, 2) if span else None,
-           "cpu_s": seconds, "unattributed_s": round(machine - sum(seconds.values()), 1)}
+           "cpu_s": seconds, "unattributed_s": round(machine - sum(seconds.values()), 1),
+           "worker_threads_s": {k: round(v, 1) for k, v in
+                                sorted(threads.items(), key=lambda kv: -kv[1]) if v >= 0.05}}
     if cores:
         out["cores"] = cores
     return out
@@ -136,9 +172,11 @@ def summary(rows: list[dict], cores: int | None = None) -> dict:
 def describe(cpu: dict) -> str:
     """One line of a summary, for a bench's printout."""
     kinds = ", ".join(f"{k} {v:.0f}" for k, v in cpu["cpu_s"].items())
+    threads = ", ".join(f"{k} {v:.0f}" for k, v in list(cpu.get("worker_threads_s", {}).items())[:6])
     return (f"CPU s over {cpu['span_s']:.0f} s: machine {cpu['machine_cpu_s']:.0f} (mean "
             f"{cpu['mean_busy_cores']} busy cores of {cpu.get('cores', '?')}); {kinds}; "
-            f"unattributed {cpu['unattributed_s']:.0f}")
+            f"unattributed {cpu['unattributed_s']:.0f}"
+            + (f"; workers' threads: {threads}" if threads else ""))
 
 
 def read(path: Path) -> list[dict]:

@@ -9,8 +9,10 @@ process runs the test) appends one line: its kind and role, the seconds it waite
 lock and the seconds it then held it, when it began (Unix time: a timeline of the device), the
 seconds it waited for a worker started ahead of it (`standby_s`: `ready`, its imports; `context`,
 its CUDA context), the seconds from its worker's report to the parent's reading of it (`exit_s`:
-the worker's exit and reaping, inside the hold) and the test: where a GPU suite's time goes
-(`jobs`).
+the worker's exit and reaping, inside the hold), the CPU seconds of its process and of those it
+waited for (`cpu_s`: a build's compilers among them) and the test: where a GPU suite's time goes
+(`jobs`). A worker started ahead that served no job is a row of kind `standby` with its CPU
+seconds.
 """
 
 from __future__ import annotations
@@ -64,12 +66,29 @@ def trace_jobs(path: str) -> None:
             info = os.fstat(report_file.fileno())
             if info.st_size:
                 here.exit_s = round(max(time.time() - info.st_mtime, 0.0), 3)
+        here.cpu_s = outcome.cpu_s
         return judge(worker_job, outcome, report_file, *args, **kwargs)
 
     job._judge = traced_judge
+    discard = job._Standby.discard
+
+    def traced_discard(self):
+        """A worker started ahead that served no job: its CPU seconds (imports) as a row."""
+        served = not isinstance(self.child, job.Started) or self.child.poll() is not None
+        discard(self)
+        if not served:
+            row = {"kind": "standby", "role": "discarded", "problem": "",
+                   "began": round(time.time(), 2), "seconds": 0.0, "wait_s": None,
+                   "held_s": None, "holds": [], "standby_s": {}, "exit_s": None,
+                   "cpu_s": self.child.cpu_s, "test": "", "phases": {}}
+            with open(path, "a") as log:
+                log.write(json.dumps(row) + "\n")
+
+    job._Standby.discard = traced_discard
 
     def traced_launch(kind, problem, *args, role="candidate", **kwargs):
-        here.wait, here.held, here.holds, here.standby, here.exit_s = None, None, [], {}, None
+        here.wait, here.held, here.holds, here.standby = None, None, [], {}
+        here.exit_s = here.cpu_s = None
         start, began, run = time.monotonic(), time.time(), None
         try:
             run = launch(kind, problem, *args, role=role, **kwargs)
@@ -78,7 +97,7 @@ def trace_jobs(path: str) -> None:
             row = {"kind": kind, "role": role, "problem": problem.id, "began": round(began, 2),
                    "seconds": round(time.monotonic() - start, 2), "wait_s": here.wait,
                    "held_s": here.held, "holds": here.holds, "standby_s": here.standby,
-                   "exit_s": here.exit_s,
+                   "exit_s": here.exit_s, "cpu_s": here.cpu_s,
                    "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                    "phases": run.report.phases if run is not None else {}}
             with open(path, "a") as log:
@@ -194,8 +213,8 @@ def job_stats(rows: list[dict]) -> dict[str, dict]:
                                {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0,
                                 "alone_s": 0.0, "shared_s": 0.0, "standby_s": {}, "phases": {}})
         stats["jobs"] += 1
-        for key in ("seconds", "wait_s", "held_s", "exit_s"):
-            if key in stats or row.get(key) is not None:  # `exit_s` only in logs that have it
+        for key in ("seconds", "wait_s", "held_s", "exit_s", "cpu_s"):
+            if key in stats or row.get(key) is not None:  # `exit_s`, `cpu_s`: in newer logs
                 stats[key] = round(stats.get(key, 0.0) + (row.get(key) or 0.0), 1)
         for lo, hi, shared in row.get("holds") or []:
             key = "shared_s" if shared else "alone_s"
@@ -218,6 +237,7 @@ def per_job(stats: dict[str, dict], top: int = 6) -> list[str]:
                          if k not in ("handoff", "shared_wait", "other")), reverse=True)[:top]
         waits = ", ".join(f"{k} {v / n:.2f}" for k, v in sorted(s["standby_s"].items()))
         exit_s = f", exit {s['exit_s'] / n:.2f} s" if "exit_s" in s else ""
+        exit_s += f", CPU {s['cpu_s'] / n:.1f} s" if "cpu_s" in s else ""
         lines.append(f"{name} ({n} jobs): waited {s['wait_s'] / n:.2f} s, alone "
                      f"{s['alone_s'] / n:.2f} s, shared "
                      f"{s['shared_s'] / n:.2f} s, worker {waits or '-'}{exit_s}; "

@@ -41,19 +41,30 @@ def test_kind_of_follows_ancestors_to_the_compile_pool():
                      9: "build tools", 10: "other"}
 
 
-def _fake_proc(root: Path, busy: int, procs: dict[int, tuple[str, int, int]]) -> None:
-    """A /proc of `procs` (pid -> (comm, ppid, ticks)), every process started at tick 5."""
+def _stat(pid: int, comm: str, ppid: int, ticks: int) -> str:
+    rest = ["S", ppid] + [0] * 9 + [ticks, 0] + [0] * 6 + [5]  # started at tick 5
+    return f"{pid} ({comm}) " + " ".join(map(str, rest))
+
+
+def _fake_proc(root: Path, busy: int, procs: dict[int, tuple[str, int, int]],
+               threads: dict[int, dict[int, tuple[str, int]]] | None = None) -> None:
+    """A /proc of `procs` (pid -> (comm, ppid, ticks)); a pid in `threads` (tid -> (name,
+    ticks)) is a worker (`python -m feedback.worker`) with those threads."""
+    import shutil
+
     for old in root.glob("[0-9]*"):
-        for f in old.iterdir():
-            f.unlink()
-        old.rmdir()
+        shutil.rmtree(old)
     root.mkdir(exist_ok=True)
     (root / "stat").write_text(f"cpu {busy} 0 0 1000 0 0 0 0 0 0\n")
     for pid, (comm, ppid, ticks) in procs.items():
-        (root / str(pid)).mkdir()
-        rest = ["S", ppid] + [0] * 9 + [ticks, 0] + [0] * 6 + [5]
-        (root / str(pid) / "stat").write_text(f"{pid} ({comm}) " + " ".join(map(str, rest)))
-        (root / str(pid) / "cmdline").write_text(f"{comm}\0-x")
+        (root / str(pid) / "task").mkdir(parents=True)
+        (root / str(pid) / "stat").write_text(_stat(pid, comm, ppid, ticks))
+        worker = pid in (threads or {})
+        (root / str(pid) / "cmdline").write_text(f"{comm}\0-m\0feedback.worker" if worker
+                                                 else f"{comm}\0-x")
+        for tid, (name, used) in (threads or {}).get(pid, {}).items():
+            (root / str(pid) / "task" / str(tid)).mkdir()
+            (root / str(pid) / "task" / str(tid) / "stat").write_text(_stat(tid, name, ppid, used))
 
 
 def test_sampler_counts_ticks_gained_between_scans(tmp_path):
@@ -70,6 +81,25 @@ def test_sampler_counts_ticks_gained_between_scans(tmp_path):
     assert abs(row["by"]["build tools"] - 40 * tick / row["s"]) < 1e-3
     assert row["by"]["bench"] == 0
     assert abs(row["cores"] - 40 * tick / row["s"]) < 1e-3
+
+
+def test_a_workers_ticks_are_split_by_thread(tmp_path):
+    proc = tmp_path / "proc"
+    _fake_proc(proc, 0, {1: ("python3", 0, 0), 2: ("python3", 1, 10)},
+               threads={2: {2: ("python3", 6), 3: ("python3", 4)}})
+    sampler = cpuload.Sampler(bench=1, proc=proc)
+    sampler.row()
+    # the main thread gained 10 ticks, an unnamed pool thread 20, a new CUDA thread 5
+    _fake_proc(proc, 0, {1: ("python3", 0, 0), 2: ("python3", 1, 45)},
+               threads={2: {2: ("python3", 16), 3: ("python3", 24), 17: ("cuda-EvtHandlr", 5)}})
+    sampler.last = (sampler.last[0] - 1.0, sampler.last[1])
+    row = sampler.row()
+    assert row["by"]["workers"] > 0
+    gained = {k: round(v * row["s"] / cpuload.TICK_S) for k, v in row["worker_threads"].items()}
+    assert gained == {"main": 10, "python#": 20, "cuda-EvtHandlr": 5}
+    out = cpuload.summary([row], cores=16)
+    assert list(out["worker_threads_s"]) == ["python#", "main", "cuda-EvtHandlr"]
+    assert out["cores"] == 16
 
 
 def test_summary_integrates_rows_and_names_what_kinds_missed():

@@ -122,7 +122,12 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]
-    rows = [json.loads(line) for line in joblog.read_text().splitlines()]
+    logged = [json.loads(line) for line in joblog.read_text().splitlines()]
+    rows = [r for r in logged if r["kind"] != "standby"]
+    # the worker started ahead for a third job that never came: its imports' CPU seconds
+    (unused,) = [r for r in logged if r["kind"] == "standby"]
+    assert unused["role"] == "discarded" and unused["cpu_s"] > 0 and unused["holds"] == []
+    assert all(r["cpu_s"] > 0.5 for r in rows)  # each job's worker imported torch at least
     (row,) = [r for r in rows if "test_one_job" in r["test"]]
     assert row["kind"] == "correct" and row["problem"] == "level1/19_relu"
     assert row["standby_s"] == {}  # no worker started ahead: nothing waited for
@@ -138,6 +143,7 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert stats["jobs"] == 3
     assert stats["held_s"] == pytest.approx(sum(r["held_s"] for r in rows), abs=0.1)
     assert stats["exit_s"] == pytest.approx(sum(r["exit_s"] for r in rows), abs=0.1)
+    assert stats["cpu_s"] == pytest.approx(sum(r["cpu_s"] for r in rows), abs=0.1)
     gpu_check.print_table({"sections": {"tests": {"status": "passed", "seconds": 1.0,
                                                   "jobs": testlog.jobs(joblog)}}})
     printed = capsys.readouterr().out

@@ -45,6 +45,12 @@ def test_normal_exit_and_output(tmp_path):
     assert out.stdout_tail.strip() == "hello" and out.stderr_tail.strip() == "oops"
 
 
+def test_cpu_seconds_count_the_child_and_what_it_waited_for(tmp_path):
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass"
+    out = run_py(tmp_path, f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {burn!r}])")
+    assert out.ok and out.cpu_s is not None and 0.6 <= out.cpu_s < 5
+
+
 def test_exit_status_and_os_exit(tmp_path):
     assert run_py(tmp_path, "import sys; sys.exit(3)").returncode == 3
     out = run_py(tmp_path, "import os; os._exit(7)")
