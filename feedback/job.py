@@ -171,14 +171,20 @@ def inductor_env(kind: str, role: str, cache_dir: Path | str) -> dict[str, str]:
     A job that compiles the reference shares Inductor's cache (`<cache>/inductor`, written and
     read by trusted code alone). Every other job, a candidate's above all, keeps Inductor's cache
     in its scratch folder (caches.py), so nothing a candidate writes reaches a baseline's compile
-    (the FX graph cache holds pickles), and compiles in its own process: the pool of compile
-    processes, and the timer thread that watches it, would outlive a candidate's forward() when it
-    calls torch.compile, and fail the thread and process guards."""
+    (the FX graph cache holds pickles).
+
+    Every job compiles in its own process. In a candidate's job the pool of compile processes,
+    and the timer thread that watches it, would outlive its forward() when it calls
+    torch.compile, and fail the thread and process guards. In a baseline's the pool (a process
+    that imports torch, then one worker per core) cost 7.9 CPU s per problem for a graph of a
+    few kernels, on a host whose 16 CPUs were all busy and whose builds waited for them (H100,
+    runs 82-83: 323 CPU s of 3,583 in a framework arm)."""
+    threads = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
     if compiles_reference(kind, role):
         # AHEAD_ENV: its own spec, so its standby worker imports torch.compile ahead for it
         return {"TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir).resolve() / "inductor"),
-                AHEAD_ENV: "compile"}
-    return {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+                AHEAD_ENV: "compile", **threads}
+    return threads
 
 
 READY, CONTEXT, SHARED, PREPARED = b"R", b"C", b"S", b"P"
@@ -422,13 +428,15 @@ class _StandbyPool:
         self.waiting: dict[_Spec, _Standby] = {}
         self.served = 0
 
-    def take(self, spec: _Spec) -> _Standby | None:
-        """The waiting worker for `spec` (None the first time), a new one started in its place."""
+    def take(self, spec: _Spec, again: bool = True) -> _Standby | None:
+        """The waiting worker for `spec` (None the first time), a new one started in its place
+        when a job of `spec` may come `again`."""
         with self.lock:
             if not self.users or (spec.gpu_index is None and not self.cpu):
                 return None
             worker = self.waiting.pop(spec, None)
-            self.waiting[spec] = _Standby(spec)
+            if again:
+                self.waiting[spec] = _Standby(spec)
             stale = [self.waiting.pop(k) for k in list(self.waiting)[:-MAX_WAITING]]
         for old in stale:
             old.discard()
@@ -477,6 +485,16 @@ def standby_workers(cpu: bool = False) -> Iterator[None]:
             _POOL.close()
 
 
+def _more_after(kind: str, role: str, options: EvalOptions) -> bool:
+    """Whether a job of the same worker spec may follow this one. A candidate's spec is its own
+    (its extensions folder): its correctness job, time job and profile job, in this order, are
+    all of them. A worker started ahead after its last one served nothing and cost its imports:
+    42 of them in a framework arm of 41 candidates, 4.8 CPU s each on a 16-core host whose CPUs
+    were all busy (H100, run 83)."""
+    last = "profile" if options.profile else "time"
+    return not (role == "candidate" and kind == last)
+
+
 def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
            role: str = "candidate", candidate: Path | None, extensions_dir: Path,
            arch: str | None, gpu_index: int | None, timeout_s: float,
@@ -506,7 +524,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  writable=(Path(extensions_dir), *map(Path, writable)),
                  cpus=place.others if place else None,
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
-    standby = _POOL.take(spec) if kind != "build" else None
+    standby = _POOL.take(spec, again=_more_after(kind, role, options)) if kind != "build" else None
     if standby is None and gpu and kind != "build" and device_lock is not None:
         # started, and its imports done, before the device is asked for: its process start and
         # imports (~4 s on a busy 16-core host, H200 2026-12-01) never hold the device

@@ -136,6 +136,25 @@ def test_a_standby_worker_serves_the_next_job_and_is_ended_after(monkeypatch, re
     assert not waiting[0].scratch.exists()
 
 
+def test_a_candidates_last_job_leaves_no_worker_waiting_for_its_spec(monkeypatch, relu, tmp_path):
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    options = EvalOptions(cache_dir=tmp_path / "cache")
+
+    def job(kind: str, options: EvalOptions = options):
+        return launch(kind, relu, "cpp", options, candidate=None, extensions_dir=tmp_path / "ext",
+                      arch=None, gpu_index=None, timeout_s=20)
+    with job_module.standby_workers(cpu=True):
+        job("correct")
+        assert len(job_module._POOL.waiting) == 1  # for the candidate's time job
+        last = job("time")
+        assert "kr-standby-" in last.report.message and not job_module._POOL.waiting
+        profiled = options.model_copy(update={"profile": True})
+        job("time", profiled)  # a profile job comes after it: a worker waits for that one
+        assert len(job_module._POOL.waiting) == 1
+        job("profile", profiled)
+        assert not job_module._POOL.waiting
+
+
 def test_without_the_block_every_job_starts_its_own_worker(monkeypatch, relu, tmp_path):
     stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
     got = [run(relu, tmp_path) for _ in range(2)]
@@ -374,8 +393,9 @@ def test_only_a_reference_compiling_job_imports_torch_compile_ahead_and_shares_i
     """Its own spec, so the worker waiting for it imports torch.compile's modules before it says
     it is ready (feedback/worker/run.py); no other job's worker pays for them. Every other job, a
     candidate's own torch.compile above all, keeps Inductor's cache in its scratch folder (nothing
-    it writes reaches a baseline's compile) and compiles in its own process (no pool of compile
-    processes left running after forward())."""
+    it writes reaches a baseline's compile). Every job compiles in its own process: no pool of
+    compile processes left running after a candidate's forward(), nor started for a baseline's
+    few kernels on a host whose CPUs the builds need."""
     stand_in(monkeypatch, "send(report(message='|'.join(os.environ.get(k, '-') for k in "
                           f"({job_module.AHEAD_ENV!r}, 'TORCHINDUCTOR_CACHE_DIR', "
                           "'TORCHINDUCTOR_COMPILE_THREADS'))))\n")
@@ -384,6 +404,6 @@ def test_only_a_reference_compiling_job_imports_torch_compile_ahead_and_shares_i
     assert all(run.trusted for run in got.values())
     shared = str((tmp_path / "cache").resolve() / "inductor")
     assert {role: run.report.message for role, run in got.items()} == {
-        "compiled": f"compile|{shared}|-", "baselines": f"compile|{shared}|-",
+        "compiled": f"compile|{shared}|1", "baselines": f"compile|{shared}|1",
         "eager": "-|-|1", "candidate": "-|-|1"}
 
