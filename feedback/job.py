@@ -487,11 +487,11 @@ def standby_workers(cpu: bool = False) -> Iterator[None]:
 
 def _more_after(kind: str, role: str, options: EvalOptions) -> bool:
     """Whether a job of the same worker spec may follow this one. A candidate's spec is its own
-    (its extensions folder): its correctness job, time job and profile job, in this order, are
-    all of them. A worker started ahead after its last one served nothing and cost its imports:
-    42 of them in a framework arm of 41 candidates, 4.8 CPU s each on a 16-core host whose CPUs
-    were all busy (H100, run 83)."""
-    last = "profile" if options.profile else "time"
+    (its extensions folder): its correctness job, time job (`options.time`) and profile job
+    (`options.profile`), in this order, are all of them. A worker started ahead after its last
+    one served nothing and cost its imports: 42 of them in a framework arm of 41 candidates,
+    4.8 CPU s each on a 16-core host whose CPUs were all busy (H100, run 83)."""
+    last = "profile" if options.profile else "time" if options.time else "correct"
     return not (role == "candidate" and kind == last)
 
 

@@ -153,6 +153,8 @@ def test_a_candidates_last_job_leaves_no_worker_waiting_for_its_spec(monkeypatch
         assert len(job_module._POOL.waiting) == 1
         job("profile", profiled)
         assert not job_module._POOL.waiting
+        job("correct", options.model_copy(update={"time": False}))  # nothing after it
+        assert not job_module._POOL.waiting
 
 
 def test_without_the_block_every_job_starts_its_own_worker(monkeypatch, relu, tmp_path):
