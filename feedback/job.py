@@ -428,15 +428,13 @@ class _StandbyPool:
         self.waiting: dict[_Spec, _Standby] = {}
         self.served = 0
 
-    def take(self, spec: _Spec, again: bool = True) -> _Standby | None:
-        """The waiting worker for `spec` (None the first time), a new one started in its place
-        when a job of `spec` may come `again`."""
+    def take(self, spec: _Spec) -> _Standby | None:
+        """The waiting worker for `spec` (None the first time), a new one started in its place."""
         with self.lock:
             if not self.users or (spec.gpu_index is None and not self.cpu):
                 return None
             worker = self.waiting.pop(spec, None)
-            if again:
-                self.waiting[spec] = _Standby(spec)
+            self.waiting[spec] = _Standby(spec)
             stale = [self.waiting.pop(k) for k in list(self.waiting)[:-MAX_WAITING]]
         for old in stale:
             old.discard()
@@ -485,16 +483,6 @@ def standby_workers(cpu: bool = False) -> Iterator[None]:
             _POOL.close()
 
 
-def _more_after(kind: str, role: str, options: EvalOptions) -> bool:
-    """Whether a job of the same worker spec may follow this one. A candidate's spec is its own
-    (its extensions folder): its correctness job, time job (`options.time`) and profile job
-    (`options.profile`), in this order, are all of them. A worker started ahead after its last
-    one served nothing and cost its imports: 42 of them in a framework arm of 41 candidates,
-    4.8 CPU s each on a 16-core host whose CPUs were all busy (H100, run 83)."""
-    last = "profile" if options.profile else "time" if options.time else "correct"
-    return not (role == "candidate" and kind == last)
-
-
 def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
            role: str = "candidate", candidate: Path | None, extensions_dir: Path,
            arch: str | None, gpu_index: int | None, timeout_s: float,
@@ -524,7 +512,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  writable=(Path(extensions_dir), *map(Path, writable)),
                  cpus=place.others if place else None,
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
-    standby = _POOL.take(spec, again=_more_after(kind, role, options)) if kind != "build" else None
+    standby = _POOL.take(spec) if kind != "build" else None
     if standby is None and gpu and kind != "build" and device_lock is not None:
         # started, and its imports done, before the device is asked for: its process start and
         # imports (~4 s on a busy 16-core host, H200 2026-12-01) never hold the device
