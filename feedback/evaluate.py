@@ -34,6 +34,7 @@ from feedback.job import (
     JobRun,
     WorkerReport,
     launch,
+    standby_unfinished,
     standby_workers,
 )
 from feedback.messages import clean_message
@@ -401,6 +402,11 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
             w.start()
         try:
             seen: set[tuple[str, str]] = set()
+            # which candidates share an extensions folder (a spec of the workers started ahead)
+            shared = [_extensions_folder(code, backend, options)
+                      if isinstance(ev, LocalEvaluator) else None for _, code, backend in items]
+            for folder in filter(None, shared):
+                standby_unfinished(folder, 1)
             for i, item in enumerate(items):
                 problem, _, backend = item
                 if hasattr(ev, "baselines") and (problem.id, backend) not in seen:
@@ -409,7 +415,10 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                 future = pool.submit(_contained, item, ev.compile, *item, options)
                 future.add_done_callback(lambda f, i=i: built(i, f))
             for _ in items:
-                yield done.get()
+                i, result = done.get()
+                if shared[i] is not None:
+                    standby_unfinished(shared[i], -1)
+                yield i, result
         finally:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -418,6 +427,15 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                 ready.put(None)
             for w in workers:
                 w.join()
+
+
+def _extensions_folder(code: str, backend: Backend, options: EvalOptions) -> Path | None:
+    """The candidate's extensions folder; None when even that cannot be worked out (its build
+    reports why)."""
+    try:
+        return locate(code, backend, options).extensions_dir
+    except Exception:  # a hint for workers started ahead, never a verdict
+        return None
 
 
 def evaluate_many(items: Sequence[EvalItem], options: EvalOptions | None = None,

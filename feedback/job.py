@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -427,14 +428,18 @@ class _StandbyPool:
         self.cpu = False
         self.waiting: dict[_Spec, _Standby] = {}
         self.served = 0
+        self.unfinished: Counter[Path] = Counter()
 
-    def take(self, spec: _Spec) -> _Standby | None:
-        """The waiting worker for `spec` (None the first time), a new one started in its place."""
+    def take(self, spec: _Spec, again: bool = True) -> _Standby | None:
+        """The waiting worker for `spec` (None the first time), a new one started in its place
+        when a job of `spec` may come: `again` (the same candidate's next job), or another
+        unfinished candidate of the batch shares the extensions folder (`unfinished`)."""
         with self.lock:
             if not self.users or (spec.gpu_index is None and not self.cpu):
                 return None
             worker = self.waiting.pop(spec, None)
-            self.waiting[spec] = _Standby(spec)
+            if again or self.unfinished[spec.extensions_dir] > 1:
+                self.waiting[spec] = _Standby(spec)
             stale = [self.waiting.pop(k) for k in list(self.waiting)[:-MAX_WAITING]]
         for old in stale:
             old.discard()
@@ -449,6 +454,7 @@ class _StandbyPool:
     def close(self) -> None:
         with self.lock:
             waiting, self.waiting = list(self.waiting.values()), {}
+            self.unfinished.clear()
         for worker in waiting:
             worker.discard()
 
@@ -483,6 +489,25 @@ def standby_workers(cpu: bool = False) -> Iterator[None]:
             _POOL.close()
 
 
+def standby_unfinished(extensions_dir: Path, change: int) -> None:
+    """Count a batch's candidate in (`change` 1) or out (-1, once it has its result) of the
+    unfinished candidates whose extensions folder is `extensions_dir`: after a candidate's last
+    job a worker is started ahead for its spec only while another of them is unfinished (two
+    candidates whose extension sources are the same, differing in Python only, share a spec)."""
+    with _POOL.lock:
+        _POOL.unfinished[Path(extensions_dir)] += change
+
+
+def _more_after(kind: str, role: str, options: EvalOptions) -> bool:
+    """Whether the same candidate runs another job of this spec after this one: its correctness
+    job, time job (`options.time`) and profile job (`options.profile`), in this order, are all
+    of them. A worker started ahead after the last one served nothing unless another candidate
+    shares the spec, and cost its imports: 42 such in a framework arm of 41 candidates, 4.8 CPU s
+    each on a 16-core host whose CPUs were all busy (H100, run 83)."""
+    last = "profile" if options.profile else "time" if options.time else "correct"
+    return not (role == "candidate" and kind == last)
+
+
 def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, *,
            role: str = "candidate", candidate: Path | None, extensions_dir: Path,
            arch: str | None, gpu_index: int | None, timeout_s: float,
@@ -512,7 +537,7 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  writable=(Path(extensions_dir), *map(Path, writable)),
                  cpus=place.others if place else None,
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
-    standby = _POOL.take(spec) if kind != "build" else None
+    standby = _POOL.take(spec, _more_after(kind, role, options)) if kind != "build" else None
     if standby is None and gpu and kind != "build" and device_lock is not None:
         # started, and its imports done, before the device is asked for: its process start and
         # imports (~4 s on a busy 16-core host, H200 2026-12-01) never hold the device

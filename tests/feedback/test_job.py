@@ -136,6 +136,38 @@ def test_a_standby_worker_serves_the_next_job_and_is_ended_after(monkeypatch, re
     assert not waiting[0].scratch.exists()
 
 
+def test_a_candidates_last_job_leaves_no_worker_waiting_unless_another_shares_its_spec(
+        monkeypatch, relu, tmp_path):
+    stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
+    options = EvalOptions(cache_dir=tmp_path / "cache")
+
+    def job(kind: str, options: EvalOptions = options):
+        return launch(kind, relu, "cpp", options, candidate=None, extensions_dir=tmp_path / "ext",
+                      arch=None, gpu_index=None, timeout_s=20)
+    with job_module.standby_workers(cpu=True):
+        job("correct")
+        assert len(job_module._POOL.waiting) == 1  # for the candidate's time job
+        last = job("time")
+        assert "kr-standby-" in last.report.message and not job_module._POOL.waiting
+        profiled = options.model_copy(update={"profile": True})
+        job("time", profiled)  # a profile job comes after it: a worker waits for that one
+        assert len(job_module._POOL.waiting) == 1
+        job("profile", profiled)
+        assert not job_module._POOL.waiting
+        job("correct", options.model_copy(update={"time": False}))  # nothing after it
+        assert not job_module._POOL.waiting
+        # two unfinished candidates of a batch with these extension sources: the second's
+        # correctness job may come after the first's last job
+        for change in (1, 1):
+            job_module.standby_unfinished(tmp_path / "ext", change)
+        job("time")
+        assert len(job_module._POOL.waiting) == 1
+        job_module.standby_unfinished(tmp_path / "ext", -1)  # the first has its result
+        second = job("correct", options.model_copy(update={"time": False}))
+        assert "kr-standby-" in second.report.message and not job_module._POOL.waiting
+    assert not job_module._POOL.unfinished  # a batch's counts end with the block
+
+
 def test_without_the_block_every_job_starts_its_own_worker(monkeypatch, relu, tmp_path):
     stand_in(monkeypatch, "send(report(message=os.environ['HOME']))\n")
     got = [run(relu, tmp_path) for _ in range(2)]
