@@ -434,7 +434,7 @@ def _extensions_folder(code: str, backend: Backend, options: EvalOptions) -> Pat
     reports why)."""
     try:
         return locate(code, backend, options).extensions_dir
-    except Exception:  # a hint for workers started ahead, never a verdict
+    except Exception:  # noqa: BLE001 - a hint for workers started ahead, never a verdict
         return None
 
 

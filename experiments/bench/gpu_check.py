@@ -57,6 +57,7 @@ Only the standard library is imported before the bundle is unpacked.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import json
 import os
