@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedback import cores
+from feedback import bytecode, cores
 from feedback.cache import digest, locked
 from feedback.environment import REPO_ROOT, child_env
 from feedback.options import Backend, EvalOptions
@@ -524,6 +524,9 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
     priority) and a time job is told its device's cores (feedback/cores.py)."""
     gpu = gpu_index is not None
     extra = inductor_env(kind, role, options.cache_dir)
+    compiled = bytecode.folder()  # read-only to every job, like the cache
+    if compiled is not None:
+        extra["PYTHONPYCACHEPREFIX"] = str(compiled)
     if compiles_reference(kind, role):  # the one job that may write Inductor's shared cache
         writable = (*writable, Path(options.cache_dir).resolve() / "inductor")
     # builds see no GPU (gpu_index None) but must keep off every GPU's timing core all the same
@@ -533,10 +536,13 @@ def launch(kind: str, problem: Problem, backend: Backend, options: EvalOptions, 
                  threads=options.cpu_threads, extra_env=tuple(sorted(extra.items())),
                  timeout_s=timeout_s, memory_mb=options.memory_limit_mb,
                  max_output_bytes=max_output_bytes,
-                 readonly=(REPO_ROOT, Path(options.cache_dir).resolve()),
+                 readonly=(REPO_ROOT, Path(options.cache_dir).resolve(),
+                           *([compiled] if compiled else [])),
                  writable=(Path(extensions_dir), *map(Path, writable)),
                  cpus=place.others if place else None,
                  nice=cores.BUILD_NICE if kind == "build" and place else 0)
+    if compiled is not None:
+        bytecode.warm(compiled, spec.cpus)
     standby = _POOL.take(spec, _more_after(kind, role, options)) if kind != "build" else None
     if standby is None and gpu and kind != "build" and device_lock is not None:
         # started, and its imports done, before the device is asked for: its process start and
