@@ -8,11 +8,12 @@ baseline) took 4.5-5.1 CPU s a process there, about 170 processes in a framework
 candidates. Compiled once into a folder of their own they take 1.8 CPU s here against 4.9.
 
 `folder()` is that folder (`PYTHONPYCACHEPREFIX` of every worker, bound read-only in its mount
-namespace like the cache: job.launch). `warm()` starts, once per process, a child that imports
-what a worker imports with the folder as its prefix and writing allowed, in a thread of its own:
-jobs that start before it is done compile from source as before. Byte-code of a source that
-changed since is stale and ignored (Python checks each source's time and size), and the next
-warm-up writes it anew.
+namespace like the cache: job.launch). `warm()` starts, once per process and only where no
+earlier warm-up of the same sources finished (`marker`), a child that imports what a worker
+imports with the folder as its prefix and writing allowed, in a thread of its own: jobs that
+start before it is done compile from source as before. Byte-code of a source that changed since
+is stale and ignored (Python checks each source's time and size); the project's sources name the
+marker, so an edit there brings a new warm-up.
 """
 
 from __future__ import annotations
@@ -59,20 +60,40 @@ def folder() -> Path | None:
 
 
 def warm(prefix: Path, cpus: Sequence[int] | None = None) -> threading.Thread | None:
-    """Start the warm-up for `prefix` unless this process did already, on CPU cores `cpus` (off
-    the devices' timing cores, as every child); the thread that waits for it (None when it was
-    started before)."""
+    """Start the warm-up for `prefix` unless this process did already or a finished one left
+    the marker of these sources (`marker`), on CPU cores `cpus` (off the devices' timing cores,
+    as every child); the thread that waits for it (None when none was started)."""
     with _LOCK:
         if prefix in _STARTED:
             return None
         _STARTED.add(prefix)
-    thread = threading.Thread(target=_write, args=(prefix, cpus), name="bytecode-warm-up",
+    done = marker(prefix)
+    if done.exists():
+        return None
+    thread = threading.Thread(target=_write, args=(prefix, cpus, done), name="bytecode-warm-up",
                               daemon=True)
     thread.start()
     return thread
 
 
-def _write(prefix: Path, cpus: Sequence[int] | None) -> None:
+def marker(prefix: Path) -> Path:
+    """The file a warm-up leaves in `prefix` when it ends well: named by the interpreter, torch's
+    version, the workers' import path and the newest of the project's sources, so a process that
+    would import nothing new starts none (each costs a process's imports: a CLI call, each Ray
+    actor and each test process start one)."""
+    import torch
+
+    from feedback.cache import digest
+    from feedback.environment import REPO_ROOT
+
+    newest = max((f.stat().st_mtime_ns for d in ("feedback", "problems")
+                  for f in (REPO_ROOT / d).rglob("*.py")), default=0)
+    env = child_env(scratch=prefix, extensions_dir=None, gpu_index=None, arch=None, threads=1)
+    key = digest(sys.executable, sys.version, torch.__version__, env["PYTHONPATH"], newest)
+    return prefix / f".warm-{key[:24]}"
+
+
+def _write(prefix: Path, cpus: Sequence[int] | None, done: Path) -> None:
     from feedback.job import AHEAD_ENV  # job.py starts the warm-up
 
     scratch = Path(tempfile.mkdtemp(prefix="kr-bytecode-"))
@@ -80,7 +101,8 @@ def _write(prefix: Path, cpus: Sequence[int] | None) -> None:
         env = child_env(scratch=scratch, extensions_dir=None, gpu_index=None, arch=None,
                         threads=1, extra={"PYTHONPYCACHEPREFIX": str(prefix), AHEAD_ENV: "compile"})
         env.pop("PYTHONDONTWRITEBYTECODE")
-        run_child([sys.executable, "-c", WARM], cwd=scratch, env=env, timeout_s=WARM_TIMEOUT_S,
-                  isolate=False, cpus=cpus)
+        if run_child([sys.executable, "-c", WARM], cwd=scratch, env=env,
+                     timeout_s=WARM_TIMEOUT_S, isolate=False, cpus=cpus).ok:
+            done.touch()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

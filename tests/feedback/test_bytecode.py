@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def job(relu, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_warm_up_compiles_what_a_worker_imports_once_per_process(monkeypatch, tmp_path):
+def test_the_warm_up_compiles_what_a_worker_imports_once(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(bytecode, "_STARTED", set())
     prefix = bytecode.folder()
@@ -43,6 +44,22 @@ def test_the_warm_up_compiles_what_a_worker_imports_once_per_process(monkeypatch
     for module in (torch, worker_run):  # torch's modules and the worker's own
         assert compiled_path(module.__file__, prefix).is_file(), module.__name__
     assert bytecode.warm(prefix) is None  # once per process
+    monkeypatch.setattr(bytecode, "_STARTED", set())  # another process: the marker says done
+    assert bytecode.marker(prefix).exists() and bytecode.warm(prefix) is None
+
+
+def test_the_marker_changes_with_the_projects_sources(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    prefix = bytecode.folder()
+    before = bytecode.marker(prefix)
+    source = Path(worker_run.__file__)
+    stat = source.stat()
+    try:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 86400 * 10**9))  # newer than any
+        assert bytecode.marker(prefix) != before
+    finally:
+        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert bytecode.marker(prefix) == before
 
 
 def test_a_job_reads_the_folder_and_writes_no_byte_code(monkeypatch, relu, tmp_path):
