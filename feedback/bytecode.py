@@ -5,7 +5,8 @@ another job. Where the installed packages carry no byte-code of their own, every
 what it imports from source: the GPU hosts' torch has no `.pyc` file for any of its 2,141
 modules (H100, run 85), and a worker's imports (torch, the worker's modules, torch.compile's for a
 baseline) took 4.5-5.1 CPU s a process there, about 170 processes in a framework arm of 41
-candidates. Compiled once into a folder of their own they take 1.8 CPU s here against 4.9.
+candidates. Compiled once into a folder of their own they took 3.7 CPU s against 5.4 (H100
+host, run 86's import probe).
 
 `folder()` is that folder (`PYTHONPYCACHEPREFIX` of every worker, bound read-only in its mount
 namespace like the cache: job.launch). `warm()` starts, once per process and only where no

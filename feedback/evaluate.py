@@ -397,16 +397,21 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                for d in devices for _ in range(lanes)]
     pool = ThreadPoolExecutor(compile_workers or max(1, (os.cpu_count() or 2) // 2))
     ahead = ThreadPoolExecutor(AHEAD_PROBLEMS)
+    # which unfinished candidates share an extensions folder (a spec of workers started ahead)
+    shared = [_extensions_folder(code, backend, options)
+              if isinstance(ev, LocalEvaluator) else None for _, code, backend in items]
+
+    def finished(i: int) -> None:
+        if shared[i] is not None:
+            standby_unfinished(shared[i], -1)
+            shared[i] = None
     with standby_workers():  # GPU jobs: the next worker starts while the current one runs
+        for folder in filter(None, shared):
+            standby_unfinished(folder, 1)
         for w in workers:
             w.start()
         try:
             seen: set[tuple[str, str]] = set()
-            # which candidates share an extensions folder (a spec of the workers started ahead)
-            shared = [_extensions_folder(code, backend, options)
-                      if isinstance(ev, LocalEvaluator) else None for _, code, backend in items]
-            for folder in filter(None, shared):
-                standby_unfinished(folder, 1)
             for i, item in enumerate(items):
                 problem, _, backend = item
                 if hasattr(ev, "baselines") and (problem.id, backend) not in seen:
@@ -416,10 +421,11 @@ def iter_evaluate(items: Sequence[EvalItem], options: EvalOptions | None = None,
                 future.add_done_callback(lambda f, i=i: built(i, f))
             for _ in items:
                 i, result = done.get()
-                if shared[i] is not None:
-                    standby_unfinished(shared[i], -1)
+                finished(i)
                 yield i, result
         finally:
+            for i in range(len(items)):  # those a closed generator never yielded
+                finished(i)
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
             ahead.shutdown(wait=True, cancel_futures=True)  # no baseline child outlives it

@@ -57,7 +57,6 @@ Only the standard library is imported before the bundle is unpacked.
 from __future__ import annotations
 
 import argparse
-import compileall
 import datetime as dt
 import json
 import os
@@ -237,9 +236,6 @@ def unpack_bundle(bundle: Path | None) -> list[str]:
         site.mkdir(parents=True, exist_ok=True)
         with tarfile.open(bundle) as tar:
             tar.extractall(site, filter="fully_trusted")
-        # byte-code now, as pip writes it at install: workers run with PYTHONDONTWRITEBYTECODE,
-        # so each would compile the modules it imports (pydantic's among them) from source
-        compileall.compile_dir(site, quiet=2, workers=0)
         (site / ".unpacked").touch()
     sys.path.insert(0, str(site))
     return [str(site)]

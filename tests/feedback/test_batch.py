@@ -47,6 +47,24 @@ def test_a_mixed_batch_finishes_in_order(relu, fast_options, standby):
     assert time.monotonic() - start < 600
 
 
+def test_a_batch_closed_early_counts_its_candidates_out(relu, fast_options):
+    """Its candidates share one extensions folder; closed after the first result, inside an
+    outer block that keeps the pool open, it leaves no candidate counted as unfinished (a count
+    left behind would start workers ahead that nothing uses)."""
+    from feedback import job as job_module
+    from feedback.evaluate import iter_evaluate
+
+    options = fast_options.model_copy(update={"time": False, "run_timeout_s": 60})
+    items = [(relu, cpp_candidate("relu", extra=f"\n# {n}\n"), "cpp") for n in range(3)]
+    with standby_workers(cpu=True):
+        results = iter_evaluate(items, options, devices=["cpu"], compile_workers=1)
+        first = next(results)
+        assert sum(job_module._POOL.unfinished.values()) == 2  # the two still running
+        results.close()
+        assert sum(job_module._POOL.unfinished.values()) == 0
+    assert first[1].status == Status.ok, first[1].message
+
+
 @pytest.fixture
 def jobs_run(monkeypatch) -> list[tuple[str, str, bool]]:
     """Every worker job the evaluator runs during the test: (kind, role, alone)."""
