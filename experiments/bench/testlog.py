@@ -80,7 +80,8 @@ def trace_jobs(path: str) -> None:
             row = {"kind": "standby", "role": "discarded", "problem": "",
                    "began": round(time.time(), 2), "seconds": 0.0, "wait_s": None,
                    "held_s": None, "holds": [], "standby_s": {}, "exit_s": None,
-                   "cpu_s": self.child.cpu_s, "test": "", "phases": {}}
+                   "cpu_s": self.child.cpu_s,
+                   "test": os.environ.get("PYTEST_CURRENT_TEST", ""), "phases": {}}
             with open(path, "a") as log:
                 log.write(json.dumps(row) + "\n")
 
@@ -108,14 +109,21 @@ def trace_jobs(path: str) -> None:
         """Summed over a job's holds (a reference's time job holds the lock twice: shared to
         prepare, alone to time)."""
         asked = time.monotonic()
-        with locked(lock_path, shared):
+        with locked(lock_path, shared) as share:
             here.wait = round((here.wait or 0.0) + time.monotonic() - asked, 2)
-            got, since = time.monotonic(), time.time()
+            got, since, alone = time.monotonic(), [time.time()], [not shared]
+
+            def traced_share():  # an exclusive hold shared for its end: two spans
+                share()
+                if alone[0]:
+                    now = time.time()
+                    here.holds.append([round(since[0], 3), round(now, 3), False])
+                    since[0], alone[0] = now, False
             try:
-                yield
+                yield traced_share
             finally:
                 here.held = round((here.held or 0.0) + time.monotonic() - got, 2)
-                here.holds.append([round(since, 3), round(time.time(), 3), shared])
+                here.holds.append([round(since[0], 3), round(time.time(), 3), not alone[0]])
 
     job.launch, job.locked = traced_launch, traced_locked
     import feedback.evaluate  # it imported launch by name: point it at the wrapper too

@@ -29,7 +29,9 @@ where torch.compile compiles, so that a failing compile is named as such (its in
 made before the job asked for the device, precompile.py: here it traces and finds it cached). The
 `eager` role also measures FLOPs and minimum bytes (cost.py). The role `baselines` is `eager` then
 `compiled` in one process: one set-up with the device shared, then each timed as above within one
-hold of the device alone (`run_baselines`).
+hold of the device alone (`run_baselines`). After the job's last timed sample it says so
+(handoff.timed): the checks after the loop and the process's exit share the device with
+correctness jobs, and no other timing starts before the job has ended.
 """
 from __future__ import annotations
 
@@ -212,19 +214,20 @@ def run_baselines(job: WorkerJob) -> list[tuple[str, TimingResult | JobFailure]]
         handoff.exclusive()
     parts: list[tuple[str, TimingResult | JobFailure]] = []
     for role in BASELINE_ROLES:
-        parts.append((role, _measured(job, role, h, ready.pop(role), least)))
+        parts.append((role, _measured(job, role, h, ready.pop(role), least,
+                                      last=role == BASELINE_ROLES[-1])))
         # the part's buffers are gone: the next part sizes its samples on the free memory
         devices.release_cached_memory(h.device)
     return parts
 
 
 def _measured(job: WorkerJob, role: str, h: Harness, sampler: Sampler | JobFailure,
-              least: int) -> TimingResult | JobFailure:
+              least: int, last: bool) -> TimingResult | JobFailure:
     """`_measure`, or its failure without the traceback (whose frames hold the part's buffers)."""
     if isinstance(sampler, JobFailure):
         return sampler
     try:
-        return _measure(job, role, h, sampler, least)
+        return _measure(job, role, h, sampler, least, last)
     except JobFailure as failure:
         return JobFailure(failure.status, failure.message)
 
@@ -253,8 +256,11 @@ def _prepare_shared(job: WorkerJob) -> Harness:
                    load=False)
 
 
-def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int) -> TimingResult:
-    """Steps 1-3 of the module docstring for `role`'s program, the device held alone."""
+def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int,
+             last: bool = True) -> TimingResult:
+    """Steps 1-3 of the module docstring for `role`'s program, the device held alone until its
+    timed samples are taken; after the job's `last` timed part, the checks that follow share the
+    device with correctness jobs (handoff.timed)."""
     policy, opts = job.options.tolerance, job.options
     clock, guard = sampler.clock, sampler.guard
     with phases.timed("setup"):
@@ -327,6 +333,10 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
         if n >= 2 and (sampling.enough([*times[0], *times[1]], least, most, opts.timing_se)
                        or (n >= least and perf_counter() - start > opts.timing_budget_s)):
             break
+    with phases.timed("clock_reads"):
+        clocks_mhz.append(clock.sm_clock_mhz())
+    if last:
+        handoff.timed()
     if guard is not None:
         with phases.timed("checks"):
             check_integrity(h, "after the timed calls")
@@ -338,8 +348,6 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
         with phases.timed("checks"):
             k = a.next
             guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
-    with phases.timed("clock_reads"):
-        clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
                                sampler.tails, sampler.wakes)
     if None not in clocks_mhz:

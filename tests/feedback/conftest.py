@@ -50,7 +50,8 @@ def gpu_options(fast_options) -> EvalOptions:
 @pytest.fixture
 def holds(monkeypatch) -> list[dict]:
     """Every hold of a lock by the evaluator's jobs (feedback.job.locked), in order: shared or
-    not, when it was had and when let go."""
+    not, when it was had and when let go, and (an exclusive hold its holder shared for its end,
+    cache.locked's `share`) from when it was shared."""
     import contextlib
     import time
 
@@ -60,11 +61,15 @@ def holds(monkeypatch) -> list[dict]:
 
     @contextlib.contextmanager
     def traced(path, shared=False):
-        with real(path, shared):
+        with real(path, shared) as share:
             hold = {"shared": shared, "got": time.time()}
             found.append(hold)
+
+            def traced_share():
+                share()
+                hold.setdefault("shared_from", time.time())
             try:
-                yield
+                yield traced_share
             finally:
                 hold["left"] = time.time()
 

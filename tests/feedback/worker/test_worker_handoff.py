@@ -76,3 +76,6 @@ def test_a_candidate_is_imported_only_once_its_time_job_holds_the_device_alone(
     assert shared["shared"] and not alone["shared"] and shared["left"] <= alone["got"]
     assert shared["left"] - shared["got"] < 1.5 <= run.report.phases["load"]
     assert alone["left"] - alone["got"] >= run.report.phases["load"]
+    # its spot checks, final probe and exit share the device: alone only to its last sample
+    assert alone["got"] + run.report.phases["load"] <= alone["shared_from"] < alone["left"]
+    assert run.report.phases["spot_checks"] > 0
