@@ -215,19 +215,19 @@ def run_baselines(job: WorkerJob) -> list[tuple[str, TimingResult | JobFailure]]
     parts: list[tuple[str, TimingResult | JobFailure]] = []
     for role in BASELINE_ROLES:
         parts.append((role, _measured(job, role, h, ready.pop(role), least,
-                                      last=role == BASELINE_ROLES[-1])))
+                                      ends_job=role == BASELINE_ROLES[-1])))
         # the part's buffers are gone: the next part sizes its samples on the free memory
         devices.release_cached_memory(h.device)
     return parts
 
 
 def _measured(job: WorkerJob, role: str, h: Harness, sampler: Sampler | JobFailure,
-              least: int, last: bool) -> TimingResult | JobFailure:
+              least: int, ends_job: bool) -> TimingResult | JobFailure:
     """`_measure`, or its failure without the traceback (whose frames hold the part's buffers)."""
     if isinstance(sampler, JobFailure):
         return sampler
     try:
-        return _measure(job, role, h, sampler, least, last)
+        return _measure(job, role, h, sampler, least, ends_job)
     except JobFailure as failure:
         return JobFailure(failure.status, failure.message)
 
@@ -257,9 +257,9 @@ def _prepare_shared(job: WorkerJob) -> Harness:
 
 
 def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int,
-             last: bool = True) -> TimingResult:
+             ends_job: bool = True) -> TimingResult:
     """Steps 1-3 of the module docstring for `role`'s program, the device held alone until its
-    timed samples are taken; after the job's `last` timed part, the checks that follow share the
+    timed samples are taken; where its timed part `ends_job`, the checks that follow share the
     device with correctness jobs (handoff.timed)."""
     policy, opts = job.options.tolerance, job.options
     clock, guard = sampler.clock, sampler.guard
@@ -335,7 +335,7 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
             break
     with phases.timed("clock_reads"):
         clocks_mhz.append(clock.sm_clock_mhz())
-    if last:
+    if ends_job:
         handoff.timed()
     if guard is not None:
         with phases.timed("checks"):
