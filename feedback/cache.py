@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,51 +92,28 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def locked(path: Path, shared: bool = False) -> Iterator[Callable[[], None]]:
+def locked(path: Path, shared: bool = False) -> Iterator[None]:
     """Hold an advisory lock on `path` (created if needed) for the block: exclusive, or `shared`
     with other shared holders (never with an exclusive one). Threads and processes count alike:
     each call opens the file anew. An exclusive waiter goes first: it holds the lock's gate
     (`PATH.gate`, beside it) until it has the lock, and every caller passes that gate before it
     asks (flock alone lets overlapping shared holders keep an exclusive one waiting for as long as
     they keep coming: on the H200, with seven other test processes' correctness jobs on the
-    device, the timings of a test process waited 33-52 s each).
-
-    The block gets `share`: called inside an exclusive hold, it lets shared holders in until the
-    block ends, and no other exclusive holder (a time job's checks after its timed part,
-    feedback/job.py). Exclusive holders take turns on `PATH.turn` for their whole block, so none
-    of them waits on the lock itself while another holds it: flock's conversion to shared, which
-    unlocks first, then lets only shared callers in between."""
+    device, the timings of a test process waited 33-52 s each)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    turn = None if shared else path.with_name(path.name + ".turn").open("a")
-    try:
-        if turn is not None:
-            fcntl.flock(turn.fileno(), fcntl.LOCK_EX)
-        with path.open("a") as fh:
-            with path.with_name(path.name + ".gate").open("a") as gate:
-                fcntl.flock(gate.fileno(), fcntl.LOCK_EX)
-                try:
-                    if not shared:
-                        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-                finally:
-                    fcntl.flock(gate.fileno(), fcntl.LOCK_UN)
-            if shared:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
-
-            def share() -> None:
-                if turn is not None:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
-            try:
-                yield share
-            finally:
-                # the turn first: the next exclusive caller then waits on the lock holding the
-                # gate, ahead of shared callers that come later, as before the turn existed
-                if turn is not None:
-                    turn.close()
-                    turn = None
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    finally:
-        if turn is not None:
-            turn.close()
+    with path.open("a") as fh, path.with_name(path.name + ".gate").open("a") as gate:
+        fcntl.flock(gate.fileno(), fcntl.LOCK_EX)
+        try:
+            if not shared:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(gate.fileno(), fcntl.LOCK_UN)
+        if shared:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def read_record(path: Path, model: type[BaseModel]) -> Any | None:

@@ -188,11 +188,11 @@ def inductor_env(kind: str, role: str, cache_dir: Path | str) -> dict[str, str]:
     return threads
 
 
-READY, CONTEXT, SHARED, PREPARED, TIMED = b"R", b"C", b"S", b"P", b"T"
+READY, CONTEXT, SHARED, PREPARED = b"R", b"C", b"S", b"P"
 """What a standby worker writes on its signal pipe: its imports are done; its CUDA context is
 made (asked with CONTEXT on its go pipe before its job arrives); (a `prepares_shared` job) its
 set-up that needs no device is done and it waits for the device shared; it is prepared and waits
-for the device to itself; its timed part is over (it waits for nothing)."""
+for the device to itself."""
 
 
 def prepares_shared(kind: str, role: str, compile_mode: str = "default") -> bool:
@@ -360,17 +360,11 @@ class _Standby:
                             alone: bool = False) -> JobRun:
         """A `prepares_shared` job: delivered without `lock`; from the worker's word that its
         set-up that needs no device is done (torch.compile's imports: 3-4 s) it holds the lock
-        shared, from its word that it is prepared alone, and from its word that its timed part is
-        over (TIMED) shared again to its end, with no other exclusive holder until then
-        (cache.locked's `share`): its checks after the timed part, the final probe among them,
-        and its process's exit (~0.35 s of a candidate's ~1.5 s alone, H100 run 86) time
-        nothing, so correctness jobs may run beside them; no other timing may, as the candidate's
-        code still runs. A candidate that writes the word itself early only lets correctness jobs
-        beside its own timing. The waits for the lock do not count against the job's time limit
-        (the worker does nothing meanwhile). `alone`: the lock held alone from before delivery to
-        the end, each word answered at once."""
+        shared, from its word that it is prepared alone, to its end. The waits for the lock do not
+        count against the job's time limit (the worker does nothing meanwhile). `alone`: the lock
+        held alone from before delivery to the end, each word answered at once."""
         def hold(shared: bool):
-            return contextlib.nullcontext(_stay_alone) if alone else locked(lock, shared=shared)
+            return contextlib.nullcontext() if alone else locked(lock, shared=shared)
         with locked(lock) if alone else contextlib.nullcontext():
             since = self._deliver(job)
             if self._signal(spec.timeout_s, spec.memory_mb, READY + CONTEXT) != SHARED:
@@ -383,11 +377,8 @@ class _Standby:
             if not prepared:
                 return self._finish(job, spec, since)
             asked = time.monotonic()
-            with hold(False) as share:
+            with hold(False):
                 since = self._go(since, asked)
-                if self._signal(spec.timeout_s - (time.monotonic() - since),
-                                spec.memory_mb) == TIMED:
-                    share()
                 return self._finish(job, spec, since)
 
     def _go(self, since: float, asked: float) -> float:
@@ -419,10 +410,6 @@ class _Standby:
                 os.close(fd)
         self.report_file.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _stay_alone() -> None:
-    """`share` for a job that holds the device alone throughout."""
 
 
 MAX_WAITING = 8

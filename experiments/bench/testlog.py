@@ -109,21 +109,14 @@ def trace_jobs(path: str) -> None:
         """Summed over a job's holds (a reference's time job holds the lock twice: shared to
         prepare, alone to time)."""
         asked = time.monotonic()
-        with locked(lock_path, shared) as share:
+        with locked(lock_path, shared):
             here.wait = round((here.wait or 0.0) + time.monotonic() - asked, 2)
-            got, since, alone = time.monotonic(), [time.time()], [not shared]
-
-            def traced_share():  # an exclusive hold shared for its end: two spans
-                share()
-                if alone[0]:
-                    now = time.time()
-                    here.holds.append([round(since[0], 3), round(now, 3), False])
-                    since[0], alone[0] = now, False
+            got, since = time.monotonic(), time.time()
             try:
-                yield traced_share
+                yield
             finally:
                 here.held = round((here.held or 0.0) + time.monotonic() - got, 2)
-                here.holds.append([round(since[0], 3), round(time.time(), 3), not alone[0]])
+                here.holds.append([round(since, 3), round(time.time(), 3), shared])
 
     job.launch, job.locked = traced_launch, traced_locked
     import feedback.evaluate  # it imported launch by name: point it at the wrapper too

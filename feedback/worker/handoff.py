@@ -8,9 +8,7 @@ answers `CONTEXT` (__main__.py), so no job holds the device while that is made. 
 (torch.compile's imports and build), writes `SHARED` and waits for the parent's byte on the go
 pipe, which comes once the parent holds the lock shared; it prepares so (problem, reference,
 CUDA, torch.compile's compile) and, just before its timed part, writes `PREPARED` and waits for
-the next byte, which comes once the parent holds the lock alone; after its last timed sample it
-writes `TIMED` and goes on at once: the parent lets correctness jobs share the device with its
-checks and exit, and no other timing start before it ended. A candidate's time job imports
+the next byte, which comes once the parent holds the lock alone. A candidate's time job imports
 the candidate only after that byte: until the device is its own, no candidate code runs in its
 process (so none can run beside another job's timing while it waits).
 Any other job has both pipes closed before it starts. Without the pipes (a job run in-process, a
@@ -23,11 +21,9 @@ from __future__ import annotations
 import os
 import sys
 
-from feedback.job import PREPARED, SHARED, TIMED, prepares_shared
+from feedback.job import PREPARED, SHARED, prepares_shared
 
 _PIPES: list[tuple[int, int]] = []
-_TIMED: list[int] = []
-"""The signal pipe of a job that holds the device alone, until it says TIMED."""
 
 
 def attach(raw: dict, signal_fd: int, go_fd: int) -> None:
@@ -38,7 +34,10 @@ def attach(raw: dict, signal_fd: int, go_fd: int) -> None:
         _PIPES.append((signal_fd, go_fd))
         return
     for fd in (signal_fd, go_fd):
-        _close(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def shared() -> None:
@@ -60,26 +59,11 @@ def exclusive() -> None:
     try:
         _ask(signal_fd, go_fd, PREPARED)
     finally:
-        _close(go_fd)
-    _TIMED.append(signal_fd)
-
-
-def timed() -> None:
-    """Say the job's timed part is over (nothing without the pipes, or said once already)."""
-    while _TIMED:
-        signal_fd = _TIMED.pop()
-        try:
-            os.write(signal_fd, TIMED)
-        except OSError:
-            pass
-        _close(signal_fd)
-
-
-def _close(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
+        for fd in (signal_fd, go_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def release_cached_memory() -> None:

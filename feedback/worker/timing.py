@@ -29,9 +29,7 @@ where torch.compile compiles, so that a failing compile is named as such (its in
 made before the job asked for the device, precompile.py: here it traces and finds it cached). The
 `eager` role also measures FLOPs and minimum bytes (cost.py). The role `baselines` is `eager` then
 `compiled` in one process: one set-up with the device shared, then each timed as above within one
-hold of the device alone (`run_baselines`). After the job's last timed sample it says so
-(handoff.timed): the checks after the loop and the process's exit share the device with
-correctness jobs, and no other timing starts before the job has ended.
+hold of the device alone (`run_baselines`).
 """
 from __future__ import annotations
 
@@ -214,20 +212,19 @@ def run_baselines(job: WorkerJob) -> list[tuple[str, TimingResult | JobFailure]]
         handoff.exclusive()
     parts: list[tuple[str, TimingResult | JobFailure]] = []
     for role in BASELINE_ROLES:
-        parts.append((role, _measured(job, role, h, ready.pop(role), least,
-                                      ends_job=role == BASELINE_ROLES[-1])))
+        parts.append((role, _measured(job, role, h, ready.pop(role), least)))
         # the part's buffers are gone: the next part sizes its samples on the free memory
         devices.release_cached_memory(h.device)
     return parts
 
 
 def _measured(job: WorkerJob, role: str, h: Harness, sampler: Sampler | JobFailure,
-              least: int, ends_job: bool) -> TimingResult | JobFailure:
+              least: int) -> TimingResult | JobFailure:
     """`_measure`, or its failure without the traceback (whose frames hold the part's buffers)."""
     if isinstance(sampler, JobFailure):
         return sampler
     try:
-        return _measure(job, role, h, sampler, least, ends_job)
+        return _measure(job, role, h, sampler, least)
     except JobFailure as failure:
         return JobFailure(failure.status, failure.message)
 
@@ -256,11 +253,8 @@ def _prepare_shared(job: WorkerJob) -> Harness:
                    load=False)
 
 
-def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int,
-             ends_job: bool = True) -> TimingResult:
-    """Steps 1-3 of the module docstring for `role`'s program, the device held alone until its
-    timed samples are taken; where its timed part `ends_job`, the checks that follow share the
-    device with correctness jobs (handoff.timed)."""
+def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int) -> TimingResult:
+    """Steps 1-3 of the module docstring for `role`'s program, the device held alone."""
     policy, opts = job.options.tolerance, job.options
     clock, guard = sampler.clock, sampler.guard
     with phases.timed("setup"):
@@ -333,10 +327,6 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
         if n >= 2 and (sampling.enough([*times[0], *times[1]], least, most, opts.timing_se)
                        or (n >= least and perf_counter() - start > opts.timing_budget_s)):
             break
-    with phases.timed("clock_reads"):
-        clocks_mhz.append(clock.sm_clock_mhz())
-    if ends_job:
-        handoff.timed()
     if guard is not None:
         with phases.timed("checks"):
             check_integrity(h, "after the timed calls")
@@ -348,6 +338,8 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
         with phases.timed("checks"):
             k = a.next
             guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
+    with phases.timed("clock_reads"):
+        clocks_mhz.append(clock.sm_clock_mhz())
     stats = sampling.summarize(times[0], times[1], clock.name, calls, sampler.launches,
                                sampler.tails, sampler.wakes)
     if None not in clocks_mhz:

@@ -108,17 +108,6 @@ def test_two_jobs_the_second_on_a_worker_started_ahead(tmp_path):
             launch("correct", relu, "cpp", EvalOptions(size="small", cache_dir=tmp_path),
                    candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=None,
                    timeout_s=60, device_lock=tmp_path / "dev.lock")
-
-def test_time_jobs_the_second_prepared_shared(tmp_path):
-    from feedback.job import standby_workers
-
-    relu = select("suite:level1/19").problems[0]
-    options = EvalOptions(size="small", cache_dir=tmp_path, timing_trials=5, warmup_s=0.1)
-    with standby_workers(cpu=True):
-        for _ in range(2):
-            launch("time", relu, "cpp", options, role="eager", candidate=None,
-                   extensions_dir=tmp_path / "ext", arch=None, gpu_index=None, timeout_s=120,
-                   device_lock=tmp_path / "dev.lock")
 '''
 
 
@@ -134,8 +123,6 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]
     logged = [json.loads(line) for line in joblog.read_text().splitlines()]
-    timed = [r for r in logged if "test_time_jobs" in r["test"] and r["kind"] == "time"]
-    logged = [r for r in logged if "test_time_jobs" not in r["test"]]
     rows = [r for r in logged if r["kind"] != "standby"]
     # the worker started ahead for a third job that never came: its imports' CPU seconds
     (unused,) = [r for r in logged if r["kind"] == "standby"]
@@ -150,11 +137,6 @@ def test_the_job_log_says_how_long_each_job_waited_for_and_held_the_device(tmp_p
     assert "test_one_job" in row["test"] and row["held_s"] > 0 and row["wait_s"] >= 0
     assert row["seconds"] >= row["held_s"]
     assert [shared for _, _, shared in row["holds"]] == [True]  # a correctness job shares it
-    # a time job on a worker started ahead: shared to prepare, alone to time, shared for the
-    # checks and exit after its last timed sample; one span ends where the next begins
-    holds = timed[1]["holds"]
-    assert [shared for _, _, shared in holds] == [True, False, True]
-    assert holds[1][1] == holds[2][0] and holds[2][1] - holds[2][0] < timed[1]["held_s"]
     # from the worker's report to the parent's reading it: inside the job's hold
     assert all(0 <= r["exit_s"] <= r["held_s"] + 0.01 for r in rows)
     stats = testlog.jobs(joblog)["correct/candidate"]

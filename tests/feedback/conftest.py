@@ -50,8 +50,7 @@ def gpu_options(fast_options) -> EvalOptions:
 @pytest.fixture
 def holds(monkeypatch) -> list[dict]:
     """Every hold of a lock by the evaluator's jobs (feedback.job.locked), in order: shared or
-    not, when it was had and when let go, and (an exclusive hold its holder shared for its end,
-    cache.locked's `share`) from when it was shared."""
+    not, when it was had and when let go."""
     import contextlib
     import time
 
@@ -61,15 +60,11 @@ def holds(monkeypatch) -> list[dict]:
 
     @contextlib.contextmanager
     def traced(path, shared=False):
-        with real(path, shared) as share:
+        with real(path, shared):
             hold = {"shared": shared, "got": time.time()}
             found.append(hold)
-
-            def traced_share():
-                share()
-                hold.setdefault("shared_from", time.time())
             try:
-                yield traced_share
+                yield
             finally:
                 hold["left"] = time.time()
 

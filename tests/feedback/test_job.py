@@ -64,8 +64,8 @@ def lock_asks(monkeypatch) -> list[float]:
     @contextlib.contextmanager
     def traced(path, shared=False):
         asked.append(time.time())
-        with real(path, shared) as share:
-            yield share
+        with real(path, shared):
+            yield
 
     monkeypatch.setattr(job_module, "locked", traced)
     return asked
@@ -280,13 +280,6 @@ send(report(message=json.dumps(marks)))
 """
 
 
-HANDOFF_TIMED = HANDOFF.replace("send(", """handoff.timed()
-if marks:
-    marks["timed"] = time.time()
-time.sleep(0.3)  # its checks after the timed part
-send(""")
-
-
 def time_job(relu, tmp_path, role: str, timeout_s: float = 20, alone: bool = False):
     return launch("time", relu, "cuda", EvalOptions(cache_dir=tmp_path / "cache"), role=role,
                   candidate=None, extensions_dir=tmp_path / "ext", arch=None, gpu_index=0,
@@ -319,26 +312,6 @@ def test_a_candidates_time_job_prepares_shared_too(monkeypatch, relu, tmp_path, 
     run = time_job(relu, tmp_path, "candidate")
     assert run.trusted and set(json.loads(run.report.message)) == {"set_up", "prepared", "go"}
     assert [h["shared"] for h in holds] == [True, False]
-
-
-@pytest.mark.parametrize("alone", [False, True])
-def test_a_time_job_shares_the_device_from_the_end_of_its_timed_part(monkeypatch, relu,
-                                                                      tmp_path, holds, alone):
-    """After its word TIMED, its checks and exit share the device with correctness jobs (the
-    lock's turn keeps other timings out: test_lanes.py); run again alone, it stays alone."""
-    import json
-
-    stand_in(monkeypatch, HANDOFF_TIMED)
-    run = time_job(relu, tmp_path, "candidate", alone=alone)
-    marks = json.loads(run.report.message)
-    assert run.trusted and set(marks) == {"set_up", "prepared", "go", "timed"}
-    if alone:
-        assert [h["shared"] for h in holds] == [False] and "shared_from" not in holds[0]
-        return
-    assert [h["shared"] for h in holds] == [True, False]
-    timed = holds[1]
-    assert marks["go"] <= timed["shared_from"] and marks["timed"] <= timed["shared_from"]
-    assert timed["left"] - timed["shared_from"] >= 0.25  # its checks, no longer alone
 
 
 def test_a_late_ready_or_context_word_does_not_stand_for_the_time_jobs_shared(monkeypatch, relu,

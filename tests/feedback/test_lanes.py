@@ -49,46 +49,6 @@ def test_an_exclusive_waiter_goes_before_later_shared_callers(tmp_path):
     assert order == ["exclusive", "shared later"]
 
 
-def test_an_exclusive_hold_shared_for_its_end_lets_shared_callers_in_and_no_exclusive_one(
-        tmp_path):
-    """A time job's checks after its timed part (cache.locked's `share`): correctness jobs may
-    run beside them, another timing only once the hold has ended."""
-    lock, events = tmp_path / "dev.lock", []
-    shared_now, end_hold = threading.Event(), threading.Event()
-
-    def holder():
-        with locked(lock) as share:
-            events.append("holder in")
-            time.sleep(0.3)  # the exclusive caller below now waits
-            share()
-            events.append("holder shared")
-            shared_now.set()
-            end_hold.wait(5)
-            events.append("holder out")
-
-    def caller(name: str, shared: bool):
-        with locked(lock, shared=shared):
-            events.append(f"{name} in")
-            time.sleep(0.05)
-
-    a = threading.Thread(target=holder)
-    a.start()
-    time.sleep(0.1)
-    x = threading.Thread(target=caller, args=("exclusive", False))
-    x.start()
-    assert shared_now.wait(5)
-    s = threading.Thread(target=caller, args=("shared", True))
-    s.start()
-    s.join(5)
-    assert not s.is_alive() and "exclusive in" not in events  # in and out while the hold lasts
-    time.sleep(0.3)
-    assert "exclusive in" not in events
-    end_hold.set()
-    for t in (a, x):
-        t.join(5)
-    assert events == ["holder in", "holder shared", "shared in", "holder out", "exclusive in"]
-
-
 # one caller of the lock in a process of its own: `LOCK shared|exclusive NAME HOLD_S LOG`
 CALLER = """
 import sys, time

@@ -76,22 +76,3 @@ def test_a_candidate_is_imported_only_once_its_time_job_holds_the_device_alone(
     assert shared["shared"] and not alone["shared"] and shared["left"] <= alone["got"]
     assert shared["left"] - shared["got"] < 1.5 <= run.report.phases["load"]
     assert alone["left"] - alone["got"] >= run.report.phases["load"]
-    # its spot checks, final probe and exit share the device: alone only to its last sample
-    phases = run.report.phases
-    assert alone["got"] + phases["load"] + phases["windows"] <= alone["shared_from"]
-    assert alone["shared_from"] < alone["left"] and phases["spot_checks"] > 0
-
-
-def test_a_baselines_job_holds_the_device_alone_until_its_last_parts_last_sample(
-        relu, fast_options, holds):
-    """Both parts' timed samples fall in its hold alone; only what follows the second's shares."""
-    options = fast_options.model_copy(update={"timing_trials": 5})
-    with job.standby_workers(cpu=True):
-        _run("time", "baselines", relu, "cpp", options, None)  # starts a standby worker
-        before = len(holds)
-        run = _run("time", "baselines", relu, "cpp", options, None)
-    assert run.trusted and [p.status for p in run.report.parts] == [Status.ok, Status.ok]
-    shared, alone = holds[before:]
-    phases = run.report.phases
-    assert shared["shared"] and not alone["shared"]
-    assert alone["shared_from"] - alone["got"] >= phases["windows"] + phases["warmup"]

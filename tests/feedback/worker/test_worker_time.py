@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 import torch
 from workerkit import MATMUL
 
@@ -51,21 +50,6 @@ def test_a_baselines_job_times_eager_then_compiled_each_as_its_own_job_would(kit
     m, k, n = 32, 1024, 24
     assert eager.flops == 2 * m * k * n and compiled.flops is None  # as the eager job's, alone
     assert report.timing is None and report.phases["windows"] > 0
-
-
-def test_a_time_job_says_its_timed_part_is_over_once_after_its_last_timed_sample(kit,
-                                                                                 monkeypatch):
-    """handoff.timed: from then on its device is shared with correctness jobs, so no timed
-    sample may follow it (a baselines job: after its second part's, not its first's)."""
-    from feedback.worker import handoff, phases
-
-    said: list[float] = []
-    monkeypatch.setattr(handoff, "timed", lambda: said.append(phases.SECONDS["windows"]))
-    for role, source in (("baselines", None), ("candidate", HONEST)):
-        said.clear()
-        report = kit.run("time", MATMUL, source, role=role, timing_trials=5)
-        assert report.status == Status.ok, report.message
-        assert said == [pytest.approx(report.phases["windows"], abs=0.002)], role
 
 
 def test_a_failing_compile_fails_its_part_of_a_baselines_job_and_not_the_eager_part(kit):
