@@ -95,32 +95,25 @@ def write_atomic(path: Path, text: str) -> None:
 def locked(path: Path, shared: bool = False) -> Iterator[None]:
     """Hold an advisory lock on `path` (created if needed) for the block: exclusive, or `shared`
     with other shared holders (never with an exclusive one). Threads and processes count alike:
-    each call opens the file anew, and the kernel releases what a dead holder held.
-
-    Exclusive callers go first, in a row: each holds `PATH.writers` (beside it) shared from its
-    ask to its release, and a shared caller takes that file exclusively, so it gets in only once
-    no exclusive caller waits or holds; then every shared caller that waited gets in at once.
-    flock alone let overlapping shared holders keep an exclusive one waiting for as long as they
-    kept coming (H200: with seven other test processes' correctness jobs on the device, the
-    timings of a test process waited 33-52 s each); a gate that only kept later shared callers
-    out while an exclusive one waited still let a correctness job in between two timings, one at
-    a time (H100, run 91: 22 gaps in a chain of waiting timings, 38 s of the arm's 246)."""
+    each call opens the file anew. An exclusive waiter goes first: it holds the lock's gate
+    (`PATH.gate`, beside it) until it has the lock, and every caller passes that gate before it
+    asks (flock alone lets overlapping shared holders keep an exclusive one waiting for as long as
+    they keep coming: on the H200, with seven other test processes' correctness jobs on the
+    device, the timings of a test process waited 33-52 s each)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh, path.with_name(path.name + ".writers").open("a") as writers:
+    with path.open("a") as fh, path.with_name(path.name + ".gate").open("a") as gate:
+        fcntl.flock(gate.fileno(), fcntl.LOCK_EX)
+        try:
+            if not shared:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(gate.fileno(), fcntl.LOCK_UN)
         if shared:
-            fcntl.flock(writers.fileno(), fcntl.LOCK_EX)
-            try:  # at once: an exclusive holder would hold `writers`
-                fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
-            finally:
-                fcntl.flock(writers.fileno(), fcntl.LOCK_UN)
-        else:
-            fcntl.flock(writers.fileno(), fcntl.LOCK_SH)
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
         try:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-            fcntl.flock(writers.fileno(), fcntl.LOCK_UN)
 
 
 def read_record(path: Path, model: type[BaseModel]) -> Any | None:
