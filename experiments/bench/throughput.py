@@ -38,6 +38,10 @@ the top level of `--out`. `--short` = the first `SHORT` candidates of distinct p
 torch.compile baseline, framework and stock arms unless `--arms` says otherwise
 (`make gpu-check`). `--merge A.json B.json` combines the arms of separate
 calls on the same candidates (one arm per call where a call may not last a whole run).
+Each framework row keeps the medians its speed-ups came from (`ms`: candidate, eager,
+compiled); `--compare BEFORE AFTER` (results or `.progress.jsonl` files of two framework arms on
+the same candidates) prints how AFTER's timed medians compare with BEFORE's
+(throughput_report.timing_shift): an A/B of throughput also has to leave the timings alone.
 """
 
 from __future__ import annotations
@@ -61,12 +65,16 @@ from experiments.bench.throughput_report import (
     merge,
     stage_stats,
     summary,
+    timing_shift,
 )
 from experiments.bench.timing_stability import parse_overrides
 from experiments.submissions import KERNEL_FILE
 from problems.loaders import SUITE_ROOT
 
 CANDIDATES = Path(__file__).parent / "candidates"
+
+TIMED_PROGRAMS = (("candidate", "runtime"), ("eager", "eager"), ("compiled", "compiled"))
+"""A row's `ms` key, and the EvalResult field its median comes from."""
 
 SHORT = 2
 """Candidates of `--short` (one per problem): two cold builds per arm fit `make gpu-check`."""
@@ -166,7 +174,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     wall = time.monotonic() - start
     extra["cpu"] = cpuload.summary(cpuload.read(cpu_log), os.cpu_count())
     rows = [{"file": c["file"].name, "problem": c["problem"].stem, "status": r.status.value,
-             "stage": r.stage, "stage_seconds": r.stage_seconds,
+             "stage": r.stage, "stage_seconds": r.stage_seconds, "ms": timed_ms(r),
              "device": r.environment.device if r.environment else None,
              "message": r.message[:500] if r.status.value != "ok" else ""}
             for c, r in zip(candidates, results)]
@@ -194,11 +202,29 @@ def progress(args: argparse.Namespace, arm: str, start: float, name: str, result
            "at_s": round(time.monotonic() - start, 1), "file": name,
            "status": result.status.value, "stage": result.stage,
            "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
+           "ms": timed_ms(result),
            "message": result.message[:500] if result.status.value != "ok" else ""}
     print(f"[{row['arm']} {row['at_s']:7.1f}s] {name}: {row['status']} "
           + " ".join(f"{k} {v:.1f}" for k, v in row["stage_seconds"].items()), flush=True)
     with open(args.out.with_suffix(".progress.jsonl"), "a") as log:
         log.write(json.dumps(row) + "\n")
+
+
+def timed_ms(result) -> dict[str, float]:
+    """The timed medians (ms per call) of the programs a result's speed-ups came from."""
+    return {name: stats.median_ms for name, field in TIMED_PROGRAMS
+            if (stats := getattr(result, field)) is not None}
+
+
+def framework_rows(path: Path) -> list[dict]:
+    """A framework arm's rows from its result (`--out`) or its `.progress.jsonl` (a cut run)."""
+    text = path.read_text()
+    if path.name.endswith(".jsonl"):
+        return [r for r in map(json.loads, text.splitlines()) if r["arm"] == "framework"]
+    rows = (json.loads(text).get("framework") or {}).get("rows")
+    if rows is None:
+        raise ValueError(f"{path} has no framework arm")
+    return rows
 
 
 def stock_arm(candidates: list[dict], args: argparse.Namespace) -> dict:
@@ -247,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", type=Path, nargs="+", metavar="OUT.json",
                         help="no run: combine the arms of earlier outputs on the same candidates "
                         "(one arm per call, where a call may not last a whole run) into --out")
+    parser.add_argument("--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="how AFTER's timed medians compare with BEFORE's (results or "
+                        ".progress.jsonl files of two framework arms); runs nothing")
     parser.add_argument("--backend", choices=["cuda", "cpp"], default="cuda")
     parser.add_argument("--arms", default=None,
                         help=f"comma list of {', '.join(ARMS)} (default: all; "
@@ -288,6 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"--arms: unknown arm(s) {', '.join(unknown)}; choose from "
                      f"{', '.join(ARMS)}")
+    if args.compare:
+        try:
+            shift = timing_shift(*map(framework_rows, args.compare))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--compare: {exc!r}")
+        print(json.dumps(shift, indent=1) if shift else
+              "--compare: no candidate is ok with timed medians in both (rows from before "
+              "the `ms` key have none)")
+        return 0 if shift else 1
     if args.merge:
         try:
             return write(merge([json.loads(p.read_text()) for p in args.merge]), args)

@@ -5,6 +5,8 @@ separate calls merged into one result. Pure functions of the result dict.
 
 from __future__ import annotations
 
+import statistics
+
 DEVICE_STAGES = ("correct", "timing", "profile")
 ARMS = ("framework", "baselined", "stock", "ray")
 
@@ -50,6 +52,26 @@ def differing_verdicts(result: dict) -> list[str] | None:
     ray = {r["file"]: r["status"] for r in result["ray"]["rows"]}
     return [f"{r['file']}: local {r['status']}, ray {ray.get(r['file'])}"
             for r in result["framework"]["rows"] if ray.get(r["file"]) != r["status"]]
+
+
+def timing_shift(before: list[dict], after: list[dict]) -> dict:
+    """How `after`'s timed medians compare with `before`'s, candidate by candidate (rows of the
+    same files, `ok` in both, with their `ms`): per program (candidate, eager, compiled), how many
+    candidates, and the median, least and most of after / before. A change to scheduling is an
+    honest gain only where these stay near 1 (within P3's spread): slower baselines flatter
+    every candidate's speed-up."""
+    def timed(rows: list[dict]) -> dict[str, dict]:
+        return {r["file"]: r.get("ms") or {} for r in rows if r["status"] == "ok"}
+    a, b = timed(before), timed(after)
+    shift = {}
+    for program in ("candidate", "eager", "compiled"):
+        ratios = sorted(b[f][program] / a[f][program] for f in sorted(a.keys() & b.keys())
+                        if a[f].get(program) and b[f].get(program))
+        if ratios:
+            shift[program] = {"candidates": len(ratios),
+                              "median": round(statistics.median(ratios), 4),
+                              "least": round(ratios[0], 4), "most": round(ratios[-1], 4)}
+    return shift
 
 
 def markdown(result: dict) -> str:

@@ -19,6 +19,16 @@ def _row(file: str, status: str, **stages: float) -> dict:
     return {"file": file, "status": status, "stage_seconds": stages, "device": "fixture GPU"}
 
 
+def _stats(median_ms: float):
+    from feedback.result import TimingStats
+    return TimingStats(median_ms=median_ms, mean_ms=median_ms, std_ms=0.0, min_ms=median_ms,
+                       max_ms=median_ms, n=10, clock="cuda_events")
+
+
+def _timed(file: str, status: str, **ms: float) -> dict:
+    return {"arm": "framework", "file": file, "status": status, "ms": ms}
+
+
 @pytest.fixture
 def result() -> dict:
     framework = {"wall_s": 360.0, "rows": [
@@ -114,16 +124,19 @@ def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_pat
 
     args = argparse.Namespace(out=tmp_path / "tp.json")
     start = time.monotonic()
+    timed = {"runtime": _stats(0.5), "eager": _stats(1.25)}  # no compiled baseline
     for name, status, stages in (("a.py", Status.ok, {"compile": 31.25, "timing": 2.0}),
                                  ("b.py", Status.compile_error, {"compile": 12.0})):
         result = EvalResult(status=status, backend="cuda", problem_id="p", code_hash="h",
                             stage=None if status == Status.ok else "compile",
-                            stage_seconds=stages)
+                            stage_seconds=stages, **(timed if status == Status.ok else {}))
         progress(args, "local", start, name, result)
     rows = [json.loads(line) for line in (tmp_path / "tp.progress.jsonl").read_text().splitlines()]
     assert [(r["arm"], r["file"], r["status"]) for r in rows] == [
         ("framework", "a.py", "ok"), ("framework", "b.py", "compile_error")]
     assert rows[0]["stage_seconds"] == {"compile": 31.25, "timing": 2.0}
+    assert rows[0]["ms"] == {"candidate": 0.5, "eager": 1.25}
+    assert rows[1]["ms"] == {}
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].endswith("a.py: ok compile 31.2 timing 2.0")
     assert "b.py: compile_error compile 12.0" in printed[1]
@@ -239,3 +252,47 @@ def test_the_report_says_where_a_local_arms_device_seconds_went(result):
     assert ("- time/candidate (2 jobs): waited 1.50 s, alone 2.00 s, shared 0.50 s, "
             "worker context 0.20; checks 1.00, windows 0.50") in text
     assert "baselined device" not in text  # its fixture has no job log
+
+
+def test_timing_shift_compares_the_timed_medians_of_candidates_ok_in_both_arms():
+    from experiments.bench.throughput_report import timing_shift
+
+    before = [_timed("a.py", "ok", candidate=1.0, eager=2.0, compiled=4.0),
+              _timed("b.py", "ok", candidate=2.0, eager=3.0),
+              _timed("c.py", "ok", candidate=5.0, eager=5.0),
+              _timed("d.py", "mismatch")]
+    after = [_timed("a.py", "ok", candidate=1.0, eager=2.5, compiled=4.0),
+             _timed("b.py", "ok", candidate=2.2, eager=3.3),
+             _timed("c.py", "timeout"),  # not ok after: left out
+             _timed("d.py", "ok", candidate=9.0, eager=9.0)]  # not ok before: left out
+    assert timing_shift(before, after) == {
+        "candidate": {"candidates": 2, "median": 1.05, "least": 1.0, "most": 1.1},
+        "eager": {"candidates": 2, "median": 1.175, "least": 1.1, "most": 1.25},
+        "compiled": {"candidates": 1, "median": 1.0, "least": 1.0, "most": 1.0}}
+    assert timing_shift(before, [{**r, "ms": None} for r in after]) == {}
+
+
+def test_compare_reads_a_result_and_a_cut_runs_progress_file(tmp_path, capsys):
+    import json
+
+    result = tmp_path / "before.json"
+    result.write_text(json.dumps({"framework": {"rows": [
+        _timed("a.py", "ok", candidate=1.0, eager=2.0), _timed("b.py", "ok", candidate=3.0)]}}))
+    cut = tmp_path / "after.progress.jsonl"
+    cut.write_text("\n".join(json.dumps(r) for r in (
+        _timed("a.py", "ok", candidate=1.5, eager=2.0),
+        {**_timed("a.py", "ok", candidate=9.0), "arm": "ray"})) + "\n")
+    assert main(["--compare", str(result), str(cut)]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "candidate": {"candidates": 1, "median": 1.5, "least": 1.5, "most": 1.5},
+        "eager": {"candidates": 1, "median": 1.0, "least": 1.0, "most": 1.0}}
+    old = tmp_path / "old.json"  # a result from before rows kept their medians
+    old.write_text(json.dumps({"framework": {"rows": [_row("a.py", "ok")]}}))
+    assert main(["--compare", str(old), str(cut)]) == 1
+    assert "no candidate is ok with timed medians in both" in capsys.readouterr().out
+    stock_only = tmp_path / "stock.json"
+    stock_only.write_text(json.dumps({"stock": {"rows": []}}))
+    for bad, says in ((stock_only, "has no framework arm"), (tmp_path / "missing.json", "No such file")):
+        with pytest.raises(SystemExit):
+            main(["--compare", str(bad), str(cut)])
+        assert says in capsys.readouterr().err
