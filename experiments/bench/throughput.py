@@ -60,6 +60,7 @@ from experiments.bench import cpuload
 from experiments.bench.child import run_build_child, run_stock_eval_child
 from experiments.bench.throughput_report import (
     ARMS,
+    TIMED_PROGRAMS,
     differing_verdicts,
     markdown,
     merge,
@@ -72,9 +73,6 @@ from experiments.submissions import KERNEL_FILE
 from problems.loaders import SUITE_ROOT
 
 CANDIDATES = Path(__file__).parent / "candidates"
-
-TIMED_PROGRAMS = (("candidate", "runtime"), ("eager", "eager"), ("compiled", "compiled"))
-"""A row's `ms` key, and the EvalResult field its median comes from."""
 
 SHORT = 2
 """Candidates of `--short` (one per problem): two cold builds per arm fit `make gpu-check`."""

@@ -9,6 +9,8 @@ import statistics
 
 DEVICE_STAGES = ("correct", "timing", "profile")
 ARMS = ("framework", "baselined", "stock", "ray")
+TIMED_PROGRAMS = (("candidate", "runtime"), ("eager", "eager"), ("compiled", "compiled"))
+"""A row's `ms` key (the timed medians its speed-ups came from), and the EvalResult field of each."""
 
 
 def per_hour(result: dict, arm: str) -> float | None:
@@ -64,7 +66,7 @@ def timing_shift(before: list[dict], after: list[dict]) -> dict:
         return {r["file"]: r.get("ms") or {} for r in rows if r["status"] == "ok"}
     a, b = timed(before), timed(after)
     shift = {}
-    for program in ("candidate", "eager", "compiled"):
+    for program, _ in TIMED_PROGRAMS:
         ratios = sorted(b[f][program] / a[f][program] for f in sorted(a.keys() & b.keys())
                         if a[f].get(program) and b[f].get(program))
         if ratios:
