@@ -204,6 +204,9 @@ def jobs(path) -> dict[str, dict]:
     return job_stats([json.loads(line) for line in lines])
 
 
+JOB_SECONDS = ("seconds", "wait_s", "held_s", "exit_s", "cpu_s")  # a job row's, summed to 0.1 s
+
+
 def job_stats(rows: list[dict]) -> dict[str, dict]:
     """Per job kind and role: count, seconds, seconds waiting for the device lock, held (of them
     alone and shared, where the log says), waiting for a worker started ahead (`standby_s`), from
@@ -214,15 +217,21 @@ def job_stats(rows: list[dict]) -> dict[str, dict]:
                                {"jobs": 0, "seconds": 0.0, "wait_s": 0.0, "held_s": 0.0,
                                 "alone_s": 0.0, "shared_s": 0.0, "standby_s": {}, "phases": {}})
         stats["jobs"] += 1
-        for key in ("seconds", "wait_s", "held_s", "exit_s", "cpu_s"):
+        for key in JOB_SECONDS:
             if key in stats or row.get(key) is not None:  # `exit_s`, `cpu_s`: in newer logs
-                stats[key] = round(stats.get(key, 0.0) + (row.get(key) or 0.0), 1)
+                stats[key] = stats.get(key, 0.0) + (row.get(key) or 0.0)
         for lo, hi, shared in row.get("holds") or []:
-            key = "shared_s" if shared else "alone_s"
-            stats[key] = round(stats[key] + hi - lo, 2)
+            stats["shared_s" if shared else "alone_s"] += hi - lo
         for part in ("standby_s", "phases"):
             for name, seconds in (row.get(part) or {}).items():
-                stats[part][name] = round(stats[part].get(name, 0.0) + seconds, 2)
+                stats[part][name] = stats[part].get(name, 0.0) + seconds
+    # rounded once, at the end: rounding each partial sum drifts by up to 0.05 s a job
+    for stats in out.values():
+        for key, value in stats.items():
+            if isinstance(value, float):
+                stats[key] = round(value, 1 if key in JOB_SECONDS else 2)
+            elif isinstance(value, dict):
+                stats[key] = {name: round(seconds, 2) for name, seconds in value.items()}
     return out
 
 
@@ -283,7 +292,7 @@ def read(path) -> tuple[dict[str, dict], list[dict], list[str]]:
         if row["when"] == "start":
             started.append(node)
             continue
-        stats["seconds"] = round(stats["seconds"] + row["duration"], 1)
+        stats["seconds"] += row["duration"]
         if row["outcome"] == "failed":
             if outcome.get(node) != "failed":
                 failures.append({"test": node, "when": row["when"], "message": row["message"]})
@@ -294,5 +303,7 @@ def read(path) -> tuple[dict[str, dict], list[dict], list[str]]:
             outcome[node] = "passed"
     for node, result in outcome.items():
         files[node.split("::")[0]][result] += 1
+    for stats in files.values():
+        stats["seconds"] = round(stats["seconds"], 1)  # once: rounding each test's sum drifts
     unfinished = [n for n in started if n not in outcome]
     return files, failures, unfinished

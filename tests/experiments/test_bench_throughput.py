@@ -235,6 +235,18 @@ def test_the_device_timeline_splits_held_seconds_into_alone_and_shared_and_idle_
     assert device_timeline(rows)["shared_by_holders_s"] is None
 
 
+def test_job_stats_sum_each_jobs_seconds_before_rounding():
+    from experiments.bench.testlog import job_stats
+
+    # 0.06 s each: a sum rounded at every job would say 0.5 s for these five, not 0.3
+    rows = [{"kind": "correct", "role": "candidate", "seconds": 1.06, "held_s": 0.06,
+             "exit_s": 0.06, "holds": [[0.0, 0.006, True]], "standby_s": {"ready": 0.006}}
+            for _ in range(5)]
+    stats = job_stats(rows)["correct/candidate"]
+    assert (stats["seconds"], stats["held_s"], stats["exit_s"]) == (5.3, 0.3, 0.3)
+    assert (stats["shared_s"], stats["standby_s"]) == (0.03, {"ready": 0.03})
+
+
 def test_the_report_says_where_a_local_arms_device_seconds_went(result):
     from experiments.bench.throughput_report import markdown
 

@@ -67,6 +67,15 @@ def test_a_test_still_running_at_the_kill_is_reported_unfinished(tmp_path):
     assert files["tests/a.py"]["passed"] == 1 and unfinished == ["tests/a.py::test_x"]
 
 
+def test_a_files_seconds_are_its_tests_durations_summed_then_rounded(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"nodeid": f"tests/a.py::test_{i}", "when": "call",
+                                       "outcome": "passed", "duration": 0.06}) + "\n"
+                           for i in range(5)))
+    files, _, _ = testlog.read(log)
+    assert files["tests/a.py"] == {"passed": 5, "failed": 0, "skipped": 0, "seconds": 0.3}
+
+
 def test_a_command_past_its_limit_is_killed_with_its_children(tmp_path):
     check = gpu_check.Check(tmp_path, budget_s=60, env=dict(os.environ))
     start = time.monotonic()
