@@ -170,10 +170,11 @@ class Sampler:
         for k, out in zip(ks, outs):
             p.outputs[k] = out
         if self.guard is not None:
-            with phases.timed("checks"):
+            with phases.timed("checks"), phases.timed("checks/outputs"):
                 for k in ks:
                     guards.check_output(p.outputs[k], p.buffers[k])
                 guards.check_apart([o for q in self.passes for o in q.outputs if o is not None])
+            with phases.timed("checks"), phases.timed("checks/threads"):
                 self.guard.after()
         p.last = ks
         return ms
@@ -315,9 +316,11 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
         if guard is not None and guard.is_probe(i):
             with phases.timed("checks"):
                 if last is not None:
-                    _spot_check(h, policy, *last)
+                    with phases.timed("checks/spot"):
+                        _spot_check(h, policy, *last)
                 k = p.next
-                guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
+                with phases.timed("checks/probes"):
+                    guard.probe(k, p.buffers, p.seeds, _held(sampler.passes, p, k))
             p.used[k] = True  # the timed call on this buffer gets content the probe never saw
         if i % WAITED_WAKE_EVERY == 0:
             wakes.measure()
@@ -328,14 +331,14 @@ def _measure(job: WorkerJob, role: str, h: Harness, sampler: Sampler, least: int
                        or (n >= least and perf_counter() - start > opts.timing_budget_s)):
             break
     if guard is not None:
-        with phases.timed("checks"):
+        with phases.timed("checks"), phases.timed("checks/integrity"):
             check_integrity(h, "after the timed calls")
             guard.finish(opts.cpu_threads)
         with phases.timed("spot_checks"):
             for p in (a, b):
                 for k in _secret_subset(p.last, SPOT_CHECKS):
                     _spot_check(h, policy, p, k)
-        with phases.timed("checks"):
+        with phases.timed("checks"), phases.timed("checks/probes"):
             k = a.next
             guard.final(k, a.buffers, a.seeds, _held(sampler.passes, a, k))
     with phases.timed("clock_reads"):

@@ -24,6 +24,13 @@ def test_candidate_timing_statistics_are_sane(kit):
     assert 0 < t.min_ms <= t.median_ms <= t.max_ms and t.min_ms <= t.mean_ms <= t.max_ms
     assert t.std_ms >= 0 and report.noise is not None and report.noise >= 0
     assert report.flops is None and torch.get_num_threads() == 2
+    # the candidate's checks, by part: every part ran, and the parts are inside `checks`
+    parts = {k: v for k, v in report.phases.items() if k.startswith("checks/")}
+    assert set(parts) == {f"checks/{p}" for p in ("outputs", "threads", "spot", "probes",
+                                                  "integrity")}
+    rounding = 0.0005 * (len(parts) + 1)  # the report keeps each phase to the millisecond
+    assert parts["checks/probes"] > 0 and parts["checks/spot"] > 0  # each runs the reference
+    assert sum(parts.values()) <= report.phases["checks"] + rounding
 
 
 def test_eager_baseline_records_flops_and_minimum_bytes(kit):
