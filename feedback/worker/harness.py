@@ -148,8 +148,8 @@ twice, in a step held with the device shared by every correctness and candidate 
 
 def _trusted_ops(h: Harness, sample: Any) -> set[str]:
     """The operators trusted code runs on a trial: drawing inputs, the reference (and its float64
-    twin) on them in full, the input check, the stress rescalings and the comparison on their
-    first `TRUSTED_HEAD` elements. Their kernels must stay torch's (tamper.py)."""
+    twin) on them in full, the input and output re-reads, the stress rescalings and the comparison
+    on their first `TRUSTED_HEAD` elements. Their kernels must stay torch's (tamper.py)."""
     def trial() -> None:
         args = inputs.make_inputs(h.problem, h.device)
         few = inputs.head(args, TRUSTED_HEAD)
@@ -157,7 +157,9 @@ def _trusted_ops(h: Harness, sample: Any) -> set[str]:
             inputs.stress(few, name)
         _same_inputs(few, inputs.clone(few))
         ref, ref64 = call_reference(h, args, want64=h.reference64 is not None)
-        every_path(inputs.head(ref, TRUSTED_HEAD), inputs.head(ref64, TRUSTED_HEAD),
+        few_ref = inputs.head(ref, TRUSTED_HEAD)
+        _same_inputs(few_ref, inputs.clone(few_ref))  # an output's re-read (guards.settling)
+        every_path(few_ref, inputs.head(ref64, TRUSTED_HEAD),
                    "fp64-relative" if ref64 is not None else "kernelbench")
         guards.poison_memory(h.device, h.output_sizes[:1], 1)
     try:

@@ -233,3 +233,47 @@ def test_settling_catches_a_write_after_return_and_counts_its_block_towards_the_
     with pytest.raises(JobFailure, match="changed after forward"), guards.settling(out, cpu):
         out.fill_(2.0)
         raise ValueError("the reference failed")
+
+
+def test_bitwise_equal_reads_the_bits_of_every_dtype():
+    import torch
+
+    from feedback.worker.guards import _bitwise_equal
+
+    x = torch.randn(6, 8)
+    for t in (x, x.half(), x.bfloat16(), x.double(), torch.complex(x, -x), x.long(), x > 0):
+        assert _bitwise_equal(t, t.clone()) and _bitwise_equal(t.t(), t.t().clone())
+        assert _bitwise_equal(t[:, ::3], t[:, ::3].clone())  # a strided view
+    changed = x.clone()
+    changed[2, 3] = torch.nextafter(changed[2, 3], torch.tensor(1e9))
+    assert not _bitwise_equal(x, changed)
+    assert not _bitwise_equal(torch.tensor([0.0]), torch.tensor([-0.0]))  # equal values, other bits
+    nan = torch.tensor([float("nan")])
+    other_nan = nan.view(torch.int32).add(1).view(torch.float32)
+    assert _bitwise_equal(nan, nan.clone()) and not _bitwise_equal(nan, other_nan)
+    z = torch.complex(x, x)
+    assert _bitwise_equal(z.conj(), z.conj().clone()) and not _bitwise_equal(z.conj(), z)
+
+
+def test_an_input_written_in_place_with_its_values_kept_is_still_modified(kit):
+    # inputs with negative zeros; adding 0.0 in place keeps every value and flips those zeros' sign
+    zeros = """
+import torch, torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    x = torch.randn(64, 128)
+    return [torch.where(x > 0, x, torch.full_like(x, -0.0))]
+def get_init_inputs():
+    return []
+"""
+    report = kit.run("correct", zeros, """
+        import torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                x.add_(0.0)
+                return torch.relu(x)
+    """)
+    assert report.status == Status.guard_violation, report.message
+    assert "input 0 was modified in place" in report.message
