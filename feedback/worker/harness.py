@@ -31,7 +31,7 @@ from feedback.worker import audit, devices, guards, inputs, loading, phases, tam
 from feedback.worker.errors import JobFailure, candidate_error
 from feedback.worker.ops import dispatched_ops, op_names
 from feedback.worker.owncode import OwnCode
-from feedback.worker.tolerance import every_path
+from feedback.worker.tolerance import Comparison, compare, every_path
 
 KEEP_ALIVE: list[Harness] = []
 """Every harness of this process, so that the candidate's objects are never freed (and their
@@ -330,13 +330,58 @@ def call_reference(h: Harness, args: Any, want64: bool) -> tuple[Any, Any | None
     start = perf_counter()
     with torch.no_grad():
         ref = h.reference(*args)
-        ref64 = None
-        if want64 and h.reference64 is not None:
-            try:
-                ref64 = h.reference64(*inputs.to_double(args))
-            except Exception as exc:  # noqa: BLE001 - the problem's code may not run in float64
-                _short_of_memory(h, exc)
-                _without_float64(h, exc)
+        ref64 = _reference64(h, args) if want64 else None
     devices.synchronize(h.device)
     h.reference_s = max(h.reference_s, perf_counter() - start)
     return ref, ref64
+
+
+def judge_call(h: Harness, got: Any, args: Any, policy: str) -> Comparison:
+    """The verdict without figures (all that the time job's probes and spot checks read) on `got`,
+    one call's output on `args`. The reference runs in the problem's dtype first; an output equal
+    to it bit for bit, every tensor of it, passes under every policy (under fp64-relative
+    |got - ref64| is then the reference's own error E, within FACTOR * E), so the float64
+    reference and the comparison are not run for it: outputs of an integer dtype that pass, and
+    floating-point ones computed as torch computes them (ReLU, max, a scaling). Any other output
+    is compared as `call_reference` and `compare` would."""
+    start = perf_counter()
+    with torch.no_grad():
+        ref = h.reference(*args)
+        same = identical(got, ref)
+        ref64 = _reference64(h, args) if not same and policy == "fp64-relative" else None
+    devices.synchronize(h.device)
+    h.reference_s = max(h.reference_s, perf_counter() - start)
+    return Comparison() if same else compare(got, ref, ref64, policy, figures=False)
+
+
+def identical(got: Any, ref: Any) -> bool:
+    """`got` has `ref`'s structure and each of its tensors is a plain torch.Tensor of the same
+    shape, dtype and device as the reference's, equal bit for bit (guards._bitwise_equal, whose
+    operators the trusted operators' trial runs). A plain value (not a tensor) is never
+    `identical`: `compare` judges it."""
+    if isinstance(ref, (tuple, list)):
+        return (isinstance(got, (tuple, list)) and len(got) == len(ref)
+                and all(identical(g, r) for g, r in zip(got, ref)))
+    return (isinstance(ref, torch.Tensor) and type(got) is torch.Tensor and got.shape == ref.shape
+            and got.dtype == ref.dtype and got.device == ref.device and _same_bits(got, ref))
+
+
+def _same_bits(got: torch.Tensor, ref: torch.Tensor) -> bool:
+    """Bit for bit; for contiguous tensors the first `TRUSTED_HEAD` elements first, so an output
+    that differs (most do, somewhere near the start) costs a bounded read, not a pass over both."""
+    if got.numel() > TRUSTED_HEAD and got.is_contiguous() and ref.is_contiguous():
+        if not guards._bitwise_equal(got.reshape(-1)[:TRUSTED_HEAD], ref.reshape(-1)[:TRUSTED_HEAD]):
+            return False
+    return guards._bitwise_equal(got, ref)
+
+
+def _reference64(h: Harness, args: Any) -> Any | None:
+    """The float64 reference's output on float64 copies of `args`, None where it is unavailable."""
+    if h.reference64 is None:
+        return None
+    try:
+        return h.reference64(*inputs.to_double(args))
+    except Exception as exc:  # noqa: BLE001 - the problem's code may not run in float64
+        _short_of_memory(h, exc)
+        _without_float64(h, exc)
+        return None

@@ -43,8 +43,7 @@ from feedback.result import Status
 from feedback.worker import devices, guards, inputs
 from feedback.worker.cputime import NewThreadTime
 from feedback.worker.errors import JobFailure, candidate_error
-from feedback.worker.harness import Harness, call_reference, check_integrity, device_wait_s
-from feedback.worker.tolerance import compare
+from feedback.worker.harness import Harness, check_integrity, device_wait_s, judge_call
 
 PROBES = 8
 MIN_STRIDE = 4
@@ -100,8 +99,7 @@ class TimingGuard:
         """One untimed call on buffer `k`, refilled with fresh content, checked in full."""
         h = self.h
         seeds[k] = inputs.secret_seed()
-        inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
-        pristine = inputs.clone(buffers[k])
+        pristine = inputs.refill(buffers[k], inputs.make_inputs(h.problem, h.device, seeds[k]))
         own_calls = None
         try:
             with torch.no_grad():
@@ -118,8 +116,7 @@ class TimingGuard:
             check_integrity(h, "during the timed calls")
             if own_calls == 0:
                 raise guards.violation(own_code_violation(["a call among the timed ones"]))
-            ref, ref64 = call_reference(h, pristine, want64=self.policy == "fp64-relative")
-            verdict = compare(out, ref, ref64, self.policy, figures=False)
+            verdict = judge_call(h, out, pristine, self.policy)
         if not verdict.ok:
             raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result "
                              f"(replayed or memoised result, or different behaviour when timed?): "

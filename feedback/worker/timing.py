@@ -60,15 +60,14 @@ from feedback.worker import (
 from feedback.worker.errors import JobFailure, candidate_error, format_exception
 from feedback.worker.harness import (
     Harness,
-    call_reference,
     check_integrity,
+    judge_call,
     load_candidate,
     prepare,
     threads_for,
 )
 from feedback.worker.probes import TimingGuard
 from feedback.worker.run import COMPILE_IMPORTS
-from feedback.worker.tolerance import compare
 
 
 class TimingResult:
@@ -458,8 +457,7 @@ def _spot_check(h: Harness, policy: str, p: Pass, k: int) -> None:
     (which must be as drawn)."""
     if h.reproducible:
         guards.check_inputs_untouched(p.buffers[k], inputs.make_inputs(h.problem, h.device, p.seeds[k]))
-    ref, ref64 = call_reference(h, p.buffers[k], want64=policy == "fp64-relative")
-    verdict = compare(p.outputs[k], ref, ref64, policy, figures=False)
+    verdict = judge_call(h, p.outputs[k], p.buffers[k], policy)
     if not verdict.ok:
         raise JobFailure(verdict.status, "a call among the timed ones returned a wrong result: "
                          "its output does not match the reference for that call's inputs "

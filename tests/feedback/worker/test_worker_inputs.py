@@ -59,3 +59,16 @@ def test_a_get_inputs_that_cannot_run_on_the_device_is_drawn_on_the_cpu_every_ti
     second = inputs.make_inputs(module, META, seed=1)
     assert first[0].device == second[0].device == META
     assert module.calls == [True, False, False]  # the device is tried once, not at every draw
+
+
+def test_refill_writes_the_fresh_values_and_returns_them_in_the_buffers_structure():
+    """The returned copy is pristine: the drawn tensors (not the buffers), the buffers' other
+    leaves, equal to the refilled buffers bit for bit."""
+    buffers = [torch.zeros(3, 4).t(), (torch.zeros(2, dtype=torch.int64), 7), {"k": torch.zeros(5)}]
+    fresh = [torch.randn(4, 3), (torch.arange(2), 9), {"k": torch.full((5,), -0.0)}]
+    pristine = inputs.refill(buffers, fresh)
+    assert pristine[1][1] == 7 and isinstance(pristine[1], tuple)
+    for kept, buffer, drawn in zip(inputs.tensors(pristine), inputs.tensors(buffers), inputs.tensors(fresh)):
+        assert kept is drawn and kept is not buffer
+        assert torch.equal(kept, buffer)
+    assert torch.signbit(buffers[2]["k"]).all()
