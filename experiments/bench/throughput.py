@@ -39,7 +39,7 @@ torch.compile baseline, framework and stock arms unless `--arms` says otherwise
 (`make gpu-check`). `--merge A.json B.json` combines the arms of separate
 calls on the same candidates (one arm per call where a call may not last a whole run).
 Each framework row keeps the medians its speed-ups came from (`ms`: candidate, eager,
-compiled); `--compare BEFORE AFTER` (results or `.progress.jsonl` files of two framework arms on
+compiled) and their timed samples (`samples`: a noisy program is sampled longer); `--compare BEFORE AFTER` (results or `.progress.jsonl` files of two framework arms on
 the same candidates) prints how AFTER's timed medians compare with BEFORE's
 (throughput_report.timing_shift): an A/B of throughput also has to leave the timings alone.
 """
@@ -172,7 +172,7 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     wall = time.monotonic() - start
     extra["cpu"] = cpuload.summary(cpuload.read(cpu_log), os.cpu_count())
     rows = [{"file": c["file"].name, "problem": c["problem"].stem, "status": r.status.value,
-             "stage": r.stage, "stage_seconds": r.stage_seconds, "ms": timed_ms(r),
+             "stage": r.stage, "stage_seconds": r.stage_seconds, **timed(r),
              "device": r.environment.device if r.environment else None,
              "message": r.message[:500] if r.status.value != "ok" else ""}
             for c, r in zip(candidates, results)]
@@ -200,7 +200,7 @@ def progress(args: argparse.Namespace, arm: str, start: float, name: str, result
            "at_s": round(time.monotonic() - start, 1), "file": name,
            "status": result.status.value, "stage": result.stage,
            "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
-           "ms": timed_ms(result),
+           **timed(result),
            "message": result.message[:500] if result.status.value != "ok" else ""}
     print(f"[{row['arm']} {row['at_s']:7.1f}s] {name}: {row['status']} "
           + " ".join(f"{k} {v:.1f}" for k, v in row["stage_seconds"].items()), flush=True)
@@ -208,10 +208,12 @@ def progress(args: argparse.Namespace, arm: str, start: float, name: str, result
         log.write(json.dumps(row) + "\n")
 
 
-def timed_ms(result) -> dict[str, float]:
-    """The timed medians (ms per call) of the programs a result's speed-ups came from."""
-    return {name: stats.median_ms for name, field in TIMED_PROGRAMS
-            if (stats := getattr(result, field)) is not None}
+def timed(result) -> dict[str, dict]:
+    """The timed medians (`ms`, ms per call) of the programs a result's speed-ups came from, and
+    how many timed samples each took (`samples`: sampling stops once the median's standard error
+    is within `timing_se`, so a noisy program holds the device for up to MAX_TRIALS of them)."""
+    stats = [(name, s) for name, field in TIMED_PROGRAMS if (s := getattr(result, field)) is not None]
+    return {"ms": {name: s.median_ms for name, s in stats}, "samples": {name: s.n for name, s in stats}}
 
 
 def framework_rows(path: Path) -> list[dict]:

@@ -136,7 +136,8 @@ def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_pat
         ("framework", "a.py", "ok"), ("framework", "b.py", "compile_error")]
     assert rows[0]["stage_seconds"] == {"compile": 31.25, "timing": 2.0}
     assert rows[0]["ms"] == {"candidate": 0.5, "eager": 1.25}
-    assert rows[1]["ms"] == {}
+    assert rows[0]["samples"] == {"candidate": 10, "eager": 10}
+    assert rows[1]["ms"] == {} and rows[1]["samples"] == {}
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].endswith("a.py: ok compile 31.2 timing 2.0")
     assert "b.py: compile_error compile 12.0" in printed[1]
