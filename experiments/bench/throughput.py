@@ -171,10 +171,8 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
         cpuload.stop(sampler)
     wall = time.monotonic() - start
     extra["cpu"] = cpuload.summary(cpuload.read(cpu_log), os.cpu_count())
-    rows = [{"file": c["file"].name, "problem": c["problem"].stem, "status": r.status.value,
-             "stage": r.stage, "stage_seconds": r.stage_seconds, **timed(r),
-             "device": r.environment.device if r.environment else None,
-             "message": r.message[:500] if r.status.value != "ok" else ""}
+    rows = [{"problem": c["problem"].stem, **result_row(c["file"].name, r),
+             "device": r.environment.device if r.environment else None}
             for c, r in zip(candidates, results)]
     decisions = [json.loads(p.read_text()) for p in cache.glob("ext/*/*/kr_fastbuild.json")]
     ninja = [fastbuild_nvcc.nvcc_line(str(p)) for p in cache.glob("ext/*/*/build.ninja")]
@@ -197,23 +195,25 @@ def progress(args: argparse.Namespace, arm: str, start: float, name: str, result
     """One line per finished candidate, printed and appended to `<out>.progress.jsonl`: a run cut
     at a time limit still says what finished, when, and where each candidate's time went."""
     row = {"arm": "framework" if arm == "local" else arm,
-           "at_s": round(time.monotonic() - start, 1), "file": name,
-           "status": result.status.value, "stage": result.stage,
-           "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
-           **timed(result),
-           "message": result.message[:500] if result.status.value != "ok" else ""}
+           "at_s": round(time.monotonic() - start, 1), **result_row(name, result)}
     print(f"[{row['arm']} {row['at_s']:7.1f}s] {name}: {row['status']} "
           + " ".join(f"{k} {v:.1f}" for k, v in row["stage_seconds"].items()), flush=True)
     with open(args.out.with_suffix(".progress.jsonl"), "a") as log:
         log.write(json.dumps(row) + "\n")
 
 
-def timed(result) -> dict[str, dict]:
-    """The timed medians (`ms`, ms per call) of the programs a result's speed-ups came from, and
-    how many timed samples each took (`samples`: sampling stops once the median's standard error
-    is within `timing_se`, so a noisy program holds the device for up to MAX_TRIALS of them)."""
-    stats = [(name, s) for name, field in TIMED_PROGRAMS if (s := getattr(result, field)) is not None]
-    return {"ms": {name: s.median_ms for name, s in stats}, "samples": {name: s.n for name, s in stats}}
+def result_row(name: str, result) -> dict:
+    """A candidate's verdict, where its time went, the timed medians (`ms`, ms per call) of the
+    programs its speed-ups came from and how many timed samples each took (`samples`: sampling
+    stops once the median's standard error is within `timing_se`, so a noisy program holds the
+    device for up to MAX_TRIALS of them)."""
+    stats = [(program, s) for program, field in TIMED_PROGRAMS
+             if (s := getattr(result, field)) is not None]
+    return {"file": name, "status": result.status.value, "stage": result.stage,
+            "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
+            "ms": {program: s.median_ms for program, s in stats},
+            "samples": {program: s.n for program, s in stats},
+            "message": result.message[:500] if result.status.value != "ok" else ""}
 
 
 def framework_rows(path: Path) -> list[dict]:

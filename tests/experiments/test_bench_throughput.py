@@ -1,7 +1,8 @@
 """The throughput bench's own bookkeeping (its GPU run is docs/benchmarks.md's P2).
 
 FABRICATED rows: stage seconds and statuses invented to give known answers; nothing here was
-measured.
+measured. One slow test runs the real framework arm on the cpp backend (the GPU path's code
+from start to result file, on one C++ build).
 """
 
 from __future__ import annotations
@@ -309,3 +310,25 @@ def test_compare_reads_a_result_and_a_cut_runs_progress_file(tmp_path, capsys):
         with pytest.raises(SystemExit):
             main(["--compare", str(bad), str(cut)])
         assert says in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_framework_arm_runs_end_to_end_on_the_cpp_backend(tmp_path, capsys):
+    """The arm as a GPU call runs it, on one cpp candidate: evaluated, written, summarised, each
+    row with its timed medians and sample counts, and the job log's device figures."""
+    import json
+
+    out = tmp_path / "tp.json"
+    code = main(["experiments/bench/candidates/cpp", "--problems", "problems/suite",
+                 "--backend", "cpp", "--size", "small", "--no-compile-baseline", "--limit", "1",
+                 "--arms", "framework", "--compile-workers", "1",
+                 "--options", "timing_trials=10,warmup=1", "--out", str(out)])
+    assert code == 0
+    result = json.loads(out.read_text())
+    [row] = result["framework"]["rows"]
+    assert row["status"] == "ok", row["message"]
+    assert set(row["ms"]) == set(row["samples"]) == {"candidate", "eager"}
+    assert all(n >= 10 for n in row["samples"].values())
+    assert result["framework_per_hour"] > 0 and result["framework"]["device"]["busy_s"] > 0
+    progress = [json.loads(line) for line in out.with_suffix(".progress.jsonl").read_text().splitlines()]
+    assert [(p["file"], p["samples"]) for p in progress] == [(row["file"], row["samples"])]
