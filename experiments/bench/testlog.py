@@ -22,6 +22,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 FAILURE_CHARS = 3000
@@ -36,10 +37,16 @@ def pytest_configure(config):
         trace_jobs(os.environ["KERNEL_REFINE_JOBLOG"])
 
 
-def trace_jobs(path: str) -> None:
-    """Wrap the evaluator's job launch and device lock to log each job's wait and hold."""
+def trace_jobs(path: str) -> Callable[[], None]:
+    """Wrap the evaluator's job launch and device lock to log each job's wait and hold. Returns
+    what puts the evaluator back as it was (a caller that traces one run and goes on, such as
+    the throughput bench's `main` inside a test process, must not leave its log behind)."""
+    import feedback.evaluate
     from feedback import job
 
+    saved = [(owner, name, getattr(owner, name)) for owner, name in (
+        (job._Standby, "wait_ready"), (job._Standby, "make_context"), (job, "_judge"),
+        (job._Standby, "discard"), (job, "launch"), (job, "locked"), (feedback.evaluate, "launch"))]
     here = threading.local()
     launch, locked = job.launch, job.locked
 
@@ -119,9 +126,12 @@ def trace_jobs(path: str) -> None:
                 here.holds.append([round(since, 3), round(time.time(), 3), shared])
 
     job.launch, job.locked = traced_launch, traced_locked
-    import feedback.evaluate  # it imported launch by name: point it at the wrapper too
+    feedback.evaluate.launch = traced_launch  # it imported launch by name: the wrapper too
 
-    feedback.evaluate.launch = traced_launch
+    def untrace() -> None:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+    return untrace
 
 
 def _holds(rows: list[dict]) -> list[list]:

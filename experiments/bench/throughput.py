@@ -370,13 +370,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args.joblog = os.environ.get("KERNEL_REFINE_JOBLOG") or str(args.out.with_suffix(".joblog.jsonl"))
     Path(args.joblog).touch()
-    trace_jobs(args.joblog)
-    for arm in arms:  # framework first, each on a cold cache of its own
-        with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
-            result[arm] = (stock_arm(candidates, args) if arm == "stock" else
-                           framework_arm(candidates, args, Path(cache),
-                                         "ray" if arm == "ray" else "local",
-                                         baselined=arm == "baselined"))
+    untrace = trace_jobs(args.joblog)
+    try:
+        for arm in arms:  # framework first, each on a cold cache of its own
+            with tempfile.TemporaryDirectory(prefix=f"kr-throughput-{arm}-") as cache:
+                result[arm] = (stock_arm(candidates, args) if arm == "stock" else
+                               framework_arm(candidates, args, Path(cache),
+                                             "ray" if arm == "ray" else "local",
+                                             baselined=arm == "baselined"))
+    finally:
+        untrace()
     return write(result, args)
 
 

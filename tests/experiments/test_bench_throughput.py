@@ -318,12 +318,18 @@ def test_the_framework_arm_runs_end_to_end_on_the_cpp_backend(tmp_path, capsys):
     row with its timed medians and sample counts, and the job log's device figures."""
     import json
 
+    import feedback.evaluate
+    from feedback import job
+
+    untraced = (job.launch, job.locked, job._judge, feedback.evaluate.launch)
     out = tmp_path / "tp.json"
     code = main(["experiments/bench/candidates/cpp", "--problems", "problems/suite",
                  "--backend", "cpp", "--size", "small", "--no-compile-baseline", "--limit", "1",
                  "--arms", "framework", "--compile-workers", "1",
                  "--options", "timing_trials=10,warmup=1", "--out", str(out)])
     assert code == 0
+    # the job log's wrappers are gone with the run: later evaluations in this process log nothing
+    assert (job.launch, job.locked, job._judge, feedback.evaluate.launch) == untraced
     result = json.loads(out.read_text())
     [row] = result["framework"]["rows"]
     assert row["status"] == "ok", row["message"]
