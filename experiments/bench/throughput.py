@@ -39,8 +39,9 @@ torch.compile baseline, framework and stock arms unless `--arms` says otherwise
 (`make gpu-check`). `--merge A.json B.json` combines the arms of separate
 calls on the same candidates (one arm per call where a call may not last a whole run).
 Each framework row keeps the medians its speed-ups came from (`ms`: candidate, eager,
-compiled) and their timed samples (`samples`: a noisy program is sampled longer); `--compare BEFORE AFTER` (results or `.progress.jsonl` files of two framework arms on
-the same candidates) prints how AFTER's timed medians compare with BEFORE's
+compiled) and their timed samples (`samples`: a noisy program is sampled longer);
+`--compare BEFORE AFTER` (results or `.progress.jsonl` files of two framework arms on the same
+candidates) prints how AFTER's timed medians compare with BEFORE's
 (throughput_report.timing_shift): an A/B of throughput also has to leave the timings alone.
 """
 

@@ -369,9 +369,9 @@ def identical(got: Any, ref: Any) -> bool:
 def _same_bits(got: torch.Tensor, ref: torch.Tensor) -> bool:
     """Bit for bit; for contiguous tensors the first `TRUSTED_HEAD` elements first, so an output
     that differs (most do, somewhere near the start) costs a bounded read, not a pass over both."""
-    if got.numel() > TRUSTED_HEAD and got.is_contiguous() and ref.is_contiguous():
-        if not guards._bitwise_equal(got.reshape(-1)[:TRUSTED_HEAD], ref.reshape(-1)[:TRUSTED_HEAD]):
-            return False
+    headed = got.numel() > TRUSTED_HEAD and got.is_contiguous() and ref.is_contiguous()
+    if headed and not guards._bitwise_equal(inputs.head(got, TRUSTED_HEAD), inputs.head(ref, TRUSTED_HEAD)):
+        return False
     return guards._bitwise_equal(got, ref)
 
 
