@@ -55,6 +55,9 @@ class TimingStats(_Record):
                                   "the host's wake-up from a device-wide synchronize on trusted "
                                   "work just before the window; each window's time excludes "
                                   "min(tail, wake, 0.25 ms) of its tail (feedback/worker/clocks.py).")
+    samples_ms: list[float] | None = Field(default=None, description="The per-call time of each "
+                                           "timed sample in the order taken (passes A and B "
+                                           "alternate, A first): the figures above are over these.")
     noise: float | None = Field(default=None, description="Between-evaluation variation estimated "
                                 "inside this one: max(|pass A - pass B| / median, 2 x standard "
                                 "error of the median, and on a GPU 2 x `tail_ms` / calls per "

@@ -207,13 +207,15 @@ def result_row(name: str, result) -> dict:
     """A candidate's verdict, where its time went, the timed medians (`ms`, ms per call) of the
     programs its speed-ups came from and how many timed samples each took (`samples`: sampling
     stops once the median's standard error is within `timing_se`, so a noisy program holds the
-    device for up to MAX_TRIALS of them)."""
+    device for up to MAX_TRIALS of them) and each program's timing statistics (`timing`: its
+    samples in the order taken, its passes' medians, noise and SM clocks)."""
     stats = [(program, s) for program, field in TIMED_PROGRAMS
              if (s := getattr(result, field)) is not None]
     return {"file": name, "status": result.status.value, "stage": result.stage,
             "stage_seconds": {k: round(v, 2) for k, v in result.stage_seconds.items()},
             "ms": {program: s.median_ms for program, s in stats},
             "samples": {program: s.n for program, s in stats},
+            "timing": {program: s.model_dump(exclude_none=True) for program, s in stats},
             "message": result.message[:500] if result.status.value != "ok" else ""}
 
 

@@ -201,6 +201,12 @@ def noise(a: Sequence[float], b: Sequence[float]) -> float | None:
     return max(passes, SE_FACTOR * se if se is not None else 0.0)
 
 
+def _alternate(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    """Two passes' samples back in the order they were taken: A, B, A, B, ... (A first)."""
+    both = [t for pair in zip(a, b) for t in pair]
+    return [*both, *a[len(b):], *b[len(a):]]
+
+
 def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
               launches: Sequence[float] = (), tails: Sequence[float] = (),
               wakes: Sequence[float] = ()) -> TimingStats:
@@ -217,6 +223,6 @@ def summarize(a: Sequence[float], b: Sequence[float], clock: str, calls: int,
     return TimingStats(median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                        std_ms=std, min_ms=min(times), max_ms=max(times), n=len(times), clock=clock,
                        calls_per_sample=calls, pass_medians_ms=passes if len(passes) == 2 else None,
-                       noise=spread,
+                       noise=spread, samples_ms=_alternate(a, b),
                        launch_ms=statistics.median(launches) if launches else None,
                        tail_ms=tail, wake_ms=statistics.median(wakes) if wakes else None)

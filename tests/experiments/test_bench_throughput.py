@@ -138,7 +138,8 @@ def test_each_finished_candidate_is_printed_and_kept_before_the_arm_ends(tmp_pat
     assert rows[0]["stage_seconds"] == {"compile": 31.25, "timing": 2.0}
     assert rows[0]["ms"] == {"candidate": 0.5, "eager": 1.25}
     assert rows[0]["samples"] == {"candidate": 10, "eager": 10}
-    assert rows[1]["ms"] == {} and rows[1]["samples"] == {}
+    assert rows[0]["timing"]["eager"]["median_ms"] == 1.25 and rows[0]["timing"]["eager"]["n"] == 10
+    assert rows[1]["ms"] == {} and rows[1]["samples"] == {} and rows[1]["timing"] == {}
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].endswith("a.py: ok compile 31.2 timing 2.0")
     assert "b.py: compile_error compile 12.0" in printed[1]
@@ -335,6 +336,7 @@ def test_the_framework_arm_runs_end_to_end_on_the_cpp_backend(tmp_path, capsys):
     assert row["status"] == "ok", row["message"]
     assert set(row["ms"]) == set(row["samples"]) == {"candidate", "eager"}
     assert all(n >= 10 for n in row["samples"].values())
+    assert all(len(row["timing"][p]["samples_ms"]) == n for p, n in row["samples"].items())
     assert result["framework_per_hour"] > 0 and result["framework"]["device"]["busy_s"] > 0
     progress = [json.loads(line) for line in out.with_suffix(".progress.jsonl").read_text().splitlines()]
     assert [(p["file"], p["samples"]) for p in progress] == [(row["file"], row["samples"])]

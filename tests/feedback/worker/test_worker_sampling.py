@@ -67,6 +67,9 @@ def test_noise_is_the_larger_of_the_pass_gap_and_two_standard_errors():
     stats = sampling.summarize(a, b, "host_wall", 3)
     assert stats.n == 16 and stats.calls_per_sample == 3 and stats.pass_medians_ms == [1.0, 1.1]
     assert stats.noise == sampling.noise(a, b)
+    assert stats.samples_ms == [1.0, 1.1] * 8  # in the order taken: A, B, A, B, ...
+    assert sampling.summarize([1.0, 2.0, 3.0], [4.0, 5.0], "host_wall", 1).samples_ms == [
+        1.0, 4.0, 2.0, 5.0, 3.0]  # the run stopped after an A sample
     assert stats.launch_ms is None  # the host clock: no launches apart from the timed window
     assert sampling.summarize(a, b, "cuda_events", 3, [0.02, 0.5, 0.03]).launch_ms == 0.03
     assert stats.tail_ms is None
