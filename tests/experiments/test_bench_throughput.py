@@ -261,8 +261,12 @@ def test_the_report_says_where_a_local_arms_device_seconds_went(result):
     result["framework"]["jobs"] = {"time/candidate": {
         "jobs": 2, "wait_s": 3.0, "alone_s": 4.0, "shared_s": 1.0, "standby_s": {"context": 0.4},
         "phases": {"windows": 1.0, "checks": 2.0, "handoff": 5.0}}}
+    result["framework"]["rows"][0]["samples"] = {"candidate": 10, "eager": 12, "compiled": 40}
+    result["framework"]["rows"][1]["samples"] = {"candidate": 14, "eager": 10}
     text = markdown(result)
     assert "framework device: span_s 20.0, busy_s 12.0, alone_s 6.0, shared_only_s 6.0" in text
+    assert ("framework timed samples: candidate 24 over 2 (most 14), eager 22 over 2 (most 12), "
+            "compiled 40 over 1 (most 40)") in text
     assert "seconds by jobs holding it: 1: 4.0, 2: 2.0" in text
     assert ("- time/candidate (2 jobs): waited 1.50 s, alone 2.00 s, shared 0.50 s, "
             "worker context 0.20; checks 1.00, windows 0.50") in text
