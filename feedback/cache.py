@@ -177,5 +177,5 @@ def reference_path(options: Any, problem: Any, kind: str, role: str, backend: st
                  options.timing_max_trials, options.timing_se, options.timing_budget_s,
                  options.interval_ms, options.max_calls_per_interval, options.warmup_s,
                  options.warmup_window, options.isolate_cores, options.flush_ahead,
-                 options.wake_after_wait)
+                 options.wake_after_wait, options.trusted_lead)
     return Path(options.cache_dir) / "reference" / f"{key[:32]}.json"

@@ -72,6 +72,15 @@ class EvalOptions(BaseModel):
                               "experiment for the timing-stability target, off until measured to "
                               "help: work a candidate puts on another stream may then begin up to "
                               "one flush (~0.1 ms on an H200) before the start event.")
+    trusted_lead: bool = Field(default=False, description="GPU: the baselines' windows (eager "
+                               "and torch.compile of the reference: trusted code) start behind "
+                               "a trusted spin of twice the host's time a call (0.05-1 ms), so "
+                               "the device does not wait inside the window for the host to "
+                               "launch the first call (a compiled program's first launch took "
+                               "0.10-0.21 ms of host time in short windows on an H100, run 101). "
+                               "The candidate's windows are unchanged: work it puts on another "
+                               "stream could begin during such a lead. An experiment, off until "
+                               "measured.")
     wake_after_wait: bool = Field(default=True, description="GPU: a window shorter than half "
                                   "the target sample length (its calls' inputs fill the memory) "
                                   "takes as its wake-up allowance the host's wake-up after a "

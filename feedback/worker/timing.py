@@ -400,7 +400,8 @@ def _sampler(role: str, job: WorkerJob, h: Harness, least: int) -> Sampler:
     candidate, the timing loop's guards (over at least `least` timed samples)."""
     program = _program(h, role, job.options.compile_mode)
     with phases.timed("setup"):
-        clock = clocks.clock_for(h.device, job.options.flush_ahead)
+        clock = clocks.clock_for(h.device, job.options.flush_ahead,
+                                 lead=job.options.trusted_lead and role != "candidate")
         guard = TimingGuard(h, job.options.tolerance, 0, least) if role == "candidate" else None
         return Sampler(role, h, program, clock, guard)
 

@@ -192,13 +192,14 @@ def test_a_problems_two_baselines_are_one_job_and_a_missing_one_is_timed_alone(r
 
 
 def test_a_baseline_timed_with_another_window_is_not_reused(relu, fast_options):
-    """`flush_ahead` changes what a sample's window holds: the references' cached timings are
-    keyed on it like every other timing knob."""
+    """`flush_ahead` and `trusted_lead` change what a sample's window holds: the references'
+    cached timings are keyed on them like on every other timing knob."""
     from feedback import cache
 
-    paths = {cache.reference_path(fast_options.model_copy(update={"flush_ahead": ahead}), relu,
-                                  "time", "eager", "cuda", "NVIDIA H200") for ahead in (False, True)}
-    assert len(paths) == 2 and None not in paths
+    for knob in ("flush_ahead", "trusted_lead"):
+        paths = {cache.reference_path(fast_options.model_copy(update={knob: on}), relu, "time",
+                                      "eager", "cuda", "NVIDIA H200") for on in (False, True)}
+        assert len(paths) == 2 and None not in paths, knob
 
 
 def test_a_baseline_is_keyed_on_what_its_size_means_not_only_its_name(relu, fast_options):

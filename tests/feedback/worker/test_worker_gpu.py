@@ -145,6 +145,31 @@ def test_a_waited_wake_up_is_the_end_paths_host_time_after_a_wait_of_about_the_a
     assert clock.wake_ms >= 0.2  # the window's allowance is at least the waited wake-up
 
 
+def test_a_trusted_lead_keeps_the_hosts_first_launch_out_of_the_window():
+    """A call that spends 0.3 ms on the host before it launches a short kernel: without a lead
+    the device waits for it inside the window; a trusted clock's lead (twice the host's time a
+    call, learned from the window before) lets the host launch it before the start event."""
+    from time import perf_counter
+
+    from feedback.worker.clocks import CudaClock
+
+    x = torch.randn(1 << 20, device="cuda:0")
+
+    def call():
+        end = perf_counter() + 0.3e-3
+        while perf_counter() < end:
+            pass
+        return x.sum()
+
+    plain, led = CudaClock(x.device), CudaClock(x.device, lead=True)
+    for clock in (plain, led):
+        clock.time(call)  # the first window: the lead learns the host's time a call
+    without = statistics.median(plain.time(call)[0] for _ in range(20))
+    within = statistics.median(led.time(call)[0] for _ in range(20))
+    assert without > 0.28 and within < 0.2, (without, within)
+    assert 0.55 < led.lead_spun_ms < 1.2, led.lead_spun_ms  # about twice the 0.3 ms, as spun
+
+
 def test_honest_candidate_on_cuda_passes_and_unwritten_output_reads_poison(kit):
     ok = kit.run("correct", SCALE, "import torch.nn as nn\nclass ModelNew(nn.Module):\n"
                  "    def forward(self, x):\n        return x + x\n", backend="cuda")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from workerkit import MATMUL
 
@@ -164,3 +165,37 @@ def test_waited_wakes_set_a_short_windows_allowance_from_the_last_few_and_leave_
         assert clock.wake_floor_ms is None
     cpu = _WaitedWakes(clocks.Clock.__new__(clocks.Clock), 8.0, on)  # the host clock: no wake-up
     assert not cpu.on
+
+
+def test_a_trusted_clock_leads_by_twice_the_hosts_time_a_call_and_not_ahead_of_a_host_bound_run():
+    from feedback.worker import clocks
+
+    clock = object.__new__(clocks.CudaClock)  # no device here: only what lead_ms reads
+    clock.lead, clock.launch_ms, clock._call_ms = False, 0.15, 5.0
+    assert clock.lead_ms(1) == 0.0  # off: the candidate's clock, or the option off
+    clock.lead, clock.launch_ms, clock._call_ms = True, None, None
+    assert clock.lead_ms(1) == clocks.LEAD_FIRST_MS  # no window seen yet
+    for launch, call, calls, lead in ((0.15, 5.0, 1, 0.30), (0.01, 5.0, 6, clocks.LEAD_MS[0]),
+                                      (0.9, 50.0, 1, clocks.LEAD_MS[1]), (0.3, 0.31, 1, 0.6),
+                                      (0.05, 0.06, 400, 0.0)):  # the last: host-bound, many calls
+        clock.launch_ms, clock._call_ms = launch, call
+        assert clock.lead_ms(calls) == pytest.approx(lead), (launch, call, calls)
+
+
+@pytest.mark.parametrize("role, lead", [("eager", True), ("compiled", True), ("candidate", False)])
+def test_only_a_trusted_programs_clock_leads(monkeypatch, role, lead):
+    from types import SimpleNamespace
+
+    from feedback.options import EvalOptions
+    from feedback.worker import clocks, timing
+
+    asked = []
+    monkeypatch.setattr(clocks, "clock_for", lambda device, ahead, lead: asked.append(lead))
+    monkeypatch.setattr(timing, "TimingGuard", lambda *args: None)
+    monkeypatch.setattr(timing, "_compiled", lambda h, mode: h.reference)
+    h = SimpleNamespace(device=torch.device("cpu"), reference=None, candidate=None)
+    for on in (True, False):
+        job = SimpleNamespace(options=EvalOptions(trusted_lead=on))
+        timing._sampler(role, job, h, 10)
+    assert asked == [lead, False]
+    assert not EvalOptions().trusted_lead  # off by default
