@@ -126,7 +126,10 @@ def _device_lines(arm: str, data: dict) -> list[str]:
     counts = sample_counts(data.get("rows") or [])
     if counts:
         lines.append(f"{arm} timed samples: " + ", ".join(
-            f"{program} {c['samples']} over {c['programs']} (most {c['most']})"
+            f"{program} {c['samples']} over {c['programs']} (most {c['most']}"
+            + "".join(f", {label} {c[key]}" for key, label in (("spread_pct", "spread %"),
+                                                              ("launch_ms", "launch ms"))
+                      if key in c) + ")"
             for program, c in counts.items()))
     return lines
 
@@ -135,13 +138,30 @@ def sample_counts(rows: list[dict]) -> dict[str, dict]:
     """Per program (candidate, eager, compiled), the timed samples the rows' programs took: how
     many programs, their samples summed, and the most one took. Sampling goes on while a median's
     standard error is above `timing_se`, so the sums say which programs held the device longest
-    for their timed windows (H100 run 101: the compiled baselines, 1,588 of 2,661)."""
+    for their timed windows (H100 run 101: the compiled baselines, 1,588 of 2,661). Where the
+    rows keep each program's statistics (`timing`), also the median over programs of their
+    samples' interquartile range (`spread_pct`, percent of their median: what makes a program
+    need more samples) and of their host launch time a call (`launch_ms`)."""
     counts: dict[str, dict] = {}
     for program, _ in TIMED_PROGRAMS:
         ns = [r["samples"][program] for r in rows if program in (r.get("samples") or {})]
-        if ns:
-            counts[program] = {"programs": len(ns), "samples": sum(ns), "most": max(ns)}
+        if not ns:
+            continue
+        counts[program] = {"programs": len(ns), "samples": sum(ns), "most": max(ns)}
+        stats = [t for r in rows if (t := (r.get("timing") or {}).get(program))]
+        spreads = [_spread_pct(t["samples_ms"]) for t in stats if len(t.get("samples_ms") or []) >= 4]
+        launches = [t["launch_ms"] for t in stats if t.get("launch_ms") is not None]
+        if spreads:
+            counts[program]["spread_pct"] = round(statistics.median(spreads), 2)
+        if launches:
+            counts[program]["launch_ms"] = round(statistics.median(launches), 3)
     return counts
+
+
+def _spread_pct(samples: list[float]) -> float:
+    """The interquartile range of `samples` in percent of their median."""
+    q1, median, q3 = statistics.quantiles(samples, n=4)
+    return 100 * (q3 - q1) / median
 
 
 def merge(results: list[dict]) -> dict:

@@ -129,11 +129,11 @@ class CudaClock(Clock):
         woke.record()
         if self.flush_ahead:  # EvalOptions.flush_ahead: the flush covers the first launch
             self.flush()
-        lead_ms = self.lead_ms(len(calls))
-        if lead_ms:
+        lead_cycles = int(self.lead_ms(len(calls)) * self._cycles_per_ms)
+        if lead_cycles:
             led = _Event(enable_timing=True)
             led.record()
-            _sleep(max(int(lead_ms * self._cycles_per_ms), 1000))
+            _sleep(lead_cycles)
         start.record()
         launch = perf_counter()
         outs = [fn() for fn in calls]
@@ -147,11 +147,10 @@ class CudaClock(Clock):
         # from the device-wide synchronize, plus any work still running on other streams
         self.tail_ms = stream_end.elapsed_time(end)
         self.wake_ms = max(mark.elapsed_time(woke), self.wake_floor_ms or 0.0)
-        if lead_ms:
+        if lead_cycles:  # the spin's length calibrates the next one's, as a waited wake-up does
             self.lead_spun_ms = led.elapsed_time(start)
             if self.lead_spun_ms > 0:
-                self._cycles_per_ms = max(int(lead_ms * self._cycles_per_ms), 1000) \
-                    / self.lead_spun_ms
+                self._cycles_per_ms = lead_cycles / self.lead_spun_ms
         self._call_ms = sampling.window_ms(start.elapsed_time(end), self.tail_ms, self.wake_ms) \
             / len(calls)
         return self._call_ms, outs

@@ -263,10 +263,13 @@ def test_the_report_says_where_a_local_arms_device_seconds_went(result):
         "phases": {"windows": 1.0, "checks": 2.0, "handoff": 5.0}}}
     result["framework"]["rows"][0]["samples"] = {"candidate": 10, "eager": 12, "compiled": 40}
     result["framework"]["rows"][1]["samples"] = {"candidate": 14, "eager": 10}
+    # the compiled program's samples: quartiles 0.99 and 1.03 around a median of 1.0 (4%)
+    result["framework"]["rows"][0]["timing"] = {"compiled": {
+        "samples_ms": [0.95, 0.99, 0.99, 1.0, 1.03, 1.03, 1.2], "launch_ms": 0.146}}
     text = markdown(result)
     assert "framework device: span_s 20.0, busy_s 12.0, alone_s 6.0, shared_only_s 6.0" in text
     assert ("framework timed samples: candidate 24 over 2 (most 14), eager 22 over 2 (most 12), "
-            "compiled 40 over 1 (most 40)") in text
+            "compiled 40 over 1 (most 40, spread % 4.0, launch ms 0.146)") in text
     assert "seconds by jobs holding it: 1: 4.0, 2: 2.0" in text
     assert ("- time/candidate (2 jobs): waited 1.50 s, alone 2.00 s, shared 0.50 s, "
             "worker context 0.20; checks 1.00, windows 0.50") in text
