@@ -15,7 +15,8 @@ Arms (one run, side by side, in the order `--arms` gives, each on a cold cache):
 - `framework`: feedback.evaluate.evaluate_many on a cold cache (static screen, builds in a CPU
   pool with feedback.fastbuild, correctness, timing with baselines, profile with --profile);
   the precompiled headers the candidates need are built first (`pch_setup_s`: once per machine
-  and flag set, not per candidate; `--pch-from CACHE` copies them from a cache that has them).
+  and flag set, not per candidate; `--pch-from CACHE` copies them from a cache that has them,
+  and leaves the arm's own there when it has none).
 - `stock`: plain `load_inline`, no shared cache: every candidate built in its own fresh process
   and extensions folder by a pool of the same size, then evaluated one by one, each in a fresh
   process (KernelBench's tolerance; `--correct-trials` and `--timing-trials` calls).
@@ -118,6 +119,19 @@ def arm_options(args: argparse.Namespace, cache: Path):
                           **args.options})
 
 
+def _leave_pch(made: Path, kept: Path) -> None:
+    """Leave the precompiled headers an arm's set-up made at `kept` when nothing is there yet, so
+    the next arm or call on this machine starts from them (`--pch-from`): whole or not at all."""
+    if kept.exists() or not made.is_dir():
+        return
+    part = kept.with_name(f"{kept.name}.part-{os.getpid()}")
+    shutil.copytree(made, part)
+    try:
+        part.rename(kept)
+    except OSError:  # another arm left its own first
+        shutil.rmtree(part, ignore_errors=True)
+
+
 def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
                   executor: str = "local", baselined: bool = False) -> dict:
     """evaluate_many over every candidate, on this machine or a local Ray instance; PCH set-up
@@ -140,6 +154,8 @@ def framework_arm(candidates: list[dict], args: argparse.Namespace, cache: Path,
     for _, code, backend in items:
         fastbuild.prepare(code, backend, cache)
     setup = time.monotonic() - start
+    if args.pch_from is not None:
+        _leave_pch(cache / "pch", args.pch_from / "pch")
     failed = [f"{problem.id}: {future.exception()}" for future, (problem, _, _)
               in zip(timed, problems) if future.exception() is not None]
     ahead.shutdown()
@@ -307,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
                         "torch.compile baseline (make gpu-check)")
     parser.add_argument("--pch-from", type=Path, default=None, metavar="CACHE",
                         help="framework arms: start from the precompiled headers of this cache "
-                        "(a machine's one-time set-up, outside the per-hour figure either way); "
-                        "the candidates still build cold")
+                        "(a machine's one-time set-up, outside the per-hour figure either way), "
+                        "and leave the set-up's there when it has none, for the next arm or "
+                        "call; the candidates still build cold")
     parser.add_argument("--out", type=Path, default=Path("throughput.json"))
     parser.add_argument("--record", type=Path, default=None,
                         help="also write the summary record here (e.g. docs/data/p2-h200.json)")

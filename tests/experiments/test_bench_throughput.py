@@ -330,12 +330,14 @@ def test_the_framework_arm_runs_end_to_end_on_the_cpp_backend(tmp_path, capsys):
     from feedback import job
 
     untraced = (job.launch, job.locked, job._judge, feedback.evaluate.launch)
-    out = tmp_path / "tp.json"
+    out, kept = tmp_path / "tp.json", tmp_path / "machine"
     code = main(["experiments/bench/candidates/cpp", "--problems", "problems/suite",
                  "--backend", "cpp", "--size", "small", "--no-compile-baseline", "--limit", "1",
-                 "--arms", "framework", "--compile-workers", "1",
+                 "--arms", "framework", "--compile-workers", "1", "--pch-from", str(kept),
                  "--options", "timing_trials=10,warmup=1", "--out", str(out)])
     assert code == 0
+    # the set-up's precompiled header is left for the next arm (`--pch-from` had none)
+    assert list((kept / "pch").rglob("*.gch")) and not list(kept.glob("pch.part-*"))
     # the job log's wrappers are gone with the run: later evaluations in this process log nothing
     assert (job.launch, job.locked, job._judge, feedback.evaluate.launch) == untraced
     result = json.loads(out.read_text())
