@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import statistics
 
+from feedback.worker.sampling import spread
+
 DEVICE_STAGES = ("correct", "timing", "profile")
 ARMS = ("framework", "baselined", "stock", "ray")
 TIMED_PROGRAMS = (("candidate", "runtime"), ("eager", "eager"), ("compiled", "compiled"))
@@ -149,19 +151,13 @@ def sample_counts(rows: list[dict]) -> dict[str, dict]:
             continue
         counts[program] = {"programs": len(ns), "samples": sum(ns), "most": max(ns)}
         stats = [t for r in rows if (t := (r.get("timing") or {}).get(program))]
-        spreads = [_spread_pct(t["samples_ms"]) for t in stats if len(t.get("samples_ms") or []) >= 4]
+        spreads = [100 * s for t in stats if (s := spread(t.get("samples_ms") or [])) is not None]
         launches = [t["launch_ms"] for t in stats if t.get("launch_ms") is not None]
         if spreads:
             counts[program]["spread_pct"] = round(statistics.median(spreads), 2)
         if launches:
             counts[program]["launch_ms"] = round(statistics.median(launches), 3)
     return counts
-
-
-def _spread_pct(samples: list[float]) -> float:
-    """The interquartile range of `samples` in percent of their median."""
-    q1, median, q3 = statistics.quantiles(samples, n=4)
-    return 100 * (q3 - q1) / median
 
 
 def merge(results: list[dict]) -> dict:

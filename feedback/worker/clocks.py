@@ -9,9 +9,10 @@ persisting L2 lines and the persisting limit (persist.py), zero a buffer larger 
 (max(256 MB, 2 x L2)), record an event, synchronize the device, record another (`wake_ms`, the
 host's wake-up from a device-wide synchronize, measured on trusted work only), record the start
 event (`flush_ahead`: the flush after that synchronize instead, and the start event behind it at
-once; `lead`, trusted programs only: the start event behind a trusted spin, see `lead_ms`), run the sample's calls back to back, record an event on the calls' stream, synchronize the
-*device* (every stream, so work a candidate hides on a side stream is inside the window), record
-the end event (`tail_ms`: how long after the calls' stream was done); then check that no call set
+once; `lead`, trusted programs only: the start event behind a trusted spin, see `lead_ms`), run
+the sample's calls back to back, record an event on the calls' stream, synchronize the *device*
+(every stream, so work a candidate hides on a side stream is inside the window), record the end
+event (`tail_ms`: how long after the calls' stream was done); then check that no call set
 a persisting limit again. The window is start to end less the host's wake-up
 (`sampling.window_ms`): it never ends before the calls' own stream did, and work left on other
 streams counts but for at most that allowance per window. For a window shorter than half the

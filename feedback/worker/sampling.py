@@ -157,16 +157,22 @@ def sizing(trials: Sequence[tuple[float, float | None]]) -> tuple[float, float |
     return per_call, min(launches) if launches else None
 
 
-def median_se(times: Sequence[float]) -> float | None:
-    """Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, with the robust
-    sigma = IQR / 1.349 (a normal's); None with fewer than 4 samples."""
+def spread(times: Sequence[float]) -> float | None:
+    """The interquartile range relative to the median; None with fewer than 4 samples."""
     if len(times) < 4:
         return None
     median = statistics.median(times)
     if median <= 0:
         return None
     q1, _, q3 = statistics.quantiles(times, n=4)
-    return 1.2533 * (q3 - q1) / 1.349 / math.sqrt(len(times)) / median
+    return (q3 - q1) / median
+
+
+def median_se(times: Sequence[float]) -> float | None:
+    """Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, with the robust
+    sigma = IQR / 1.349 (a normal's); None with fewer than 4 samples."""
+    relative_iqr = spread(times)
+    return None if relative_iqr is None else 1.2533 * relative_iqr / 1.349 / math.sqrt(len(times))
 
 
 def enough(times: Sequence[float], min_n: int, max_n: int, se_target: float) -> bool:
